@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The record file (.hsr), version 1. docs/record-format.md is the prose;
+ * this is the layout. Little-endian, every part a multiple of 8 bytes so
+ * record arrays are aligned wherever the file is mapped.
+ *
+ *   hs_file_header | header JSON (padded with spaces to 8) | chunk* | END chunk
+ *   chunk = hs_chunk | payload (bytes, padded with zeros to 8)
+ *
+ * A run that was killed has no END chunk: readers keep every whole chunk and
+ * say where the file stops being whole.
+ */
+#ifndef HOPSCOPE_FILE_H
+#define HOPSCOPE_FILE_H
+
+#include "hopscope.h"
+
+#define HS_FILE_MAGIC "HOPSCOPE"
+#define HS_FILE_VERSION 1
+#define HS_ENDIAN_MARK 0x01020304u
+#define HS_CHUNK_MAGIC 0x4b435348u	/* "HSCK" */
+
+struct hs_file_header {
+	char magic[8];
+	__u32 version;
+	__u32 record_size;	/* sizeof(struct hs_record) */
+	__u32 header_bytes;	/* JSON length, padding included */
+	__u32 endian;		/* HS_ENDIAN_MARK as written */
+};
+
+enum hs_chunk_type {
+	HS_CHUNK_RECORDS = 1,	/* count x struct hs_record */
+	HS_CHUNK_FLOWS = 2,	/* count x struct hs_flow, before the first record naming them */
+	HS_CHUNK_COUNTERS = 3,	/* JSON snapshot of every counter, written at each flush */
+	HS_CHUNK_END = 4,	/* JSON trailer: final counters, stop time, why it stopped */
+};
+
+struct hs_chunk {
+	__u32 magic;		/* HS_CHUNK_MAGIC */
+	__u32 type;		/* enum hs_chunk_type */
+	__u32 count;		/* items in the payload (0 for JSON chunks) */
+	__u32 bytes;		/* payload bytes before padding */
+	__u32 crc32;		/* zlib crc32 of those bytes */
+	__u32 reserved;
+};
+
+/* One 5-tuple; records name it by hs_record.flow. */
+struct hs_flow {
+	__u32 id;
+	__u8 family;		/* 4 or 6 */
+	__u8 proto;
+	__u16 reserved;
+	__u16 sport;		/* host order */
+	__u16 dport;
+	__u32 saddr[4];		/* network order */
+	__u32 daddr[4];
+	__u32 pad;
+};
+
+#endif
