@@ -1,0 +1,6 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The one definition of every map and setting the stages share. */
+#define HS_DEFINE_MAPS
+#include "hopscope.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * t0 (optional): the packet enters the input queue. On veth that is netif_rx,
+ * called on the sender's CPU; the backlog wait until XDP (t1) is the input
+ * queue the paper measured. No slot exists yet, so t0 waits under the packet
+ * key until XDP takes it.
+ */
+#include "hopscope.bpf.h"
+#include "parse.bpf.h"
+#include "netns.bpf.h"
+
+SEC("tp_btf/netif_rx")
+int BPF_PROG(hs_arrival, struct sk_buff *skb)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct hs_key_input k = {};
+	struct hs_pkt p = {};
+	struct hs_arrival_key ak;
+	struct hs_src src;
+	__u64 *old;
+
+	if (!hs_dev_in_router(skb->dev) || !hs_if_in(cfg_in_if, skb->dev->ifindex))
+		return 0;
+	/* eth_type_trans has pulled the MAC header: data is the network header */
+	src.p = skb->data;
+	src.limit = skb->len - skb->data_len;
+	src.xdp = false;
+	if (hs_parse(&src, 0, skb->protocol, &k, &p))
+		return 0;
+	hs_count(HS_C_T0_PKTS);
+	ak.key = hs_key_hash(&k);
+	ak.ifindex = skb->dev->ifindex;
+	old = bpf_map_lookup_elem(&arrivals, &ak);
+	if (old) {
+		/* two packets with one key in flight: neither gets a t0 */
+		hs_count(HS_C_T0_COLLISION);
+		*old = 0;
+		return 0;
+	}
+	if (bpf_map_update_elem(&arrivals, &ak, &now, BPF_NOEXIST))
+		hs_count(HS_C_T0_MAP_FULL);
+	return 0;
+}

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * t1: the packet at the input interface's XDP hook. Allocates the packet's
+ * slot, fills the header fields and the key, and leaves the slot's seq in the
+ * XDP metadata so every later stage finds it without a hash lookup.
+ */
+#include "hopscope.bpf.h"
+#include "parse.bpf.h"
+
+static __always_inline __u64 hs_arrival(__u32 key, __u32 ifindex, __u8 *flags)
+{
+	struct hs_arrival_key ak = { .key = key, .ifindex = ifindex };
+	__u64 *t0 = bpf_map_lookup_elem(&arrivals, &ak);
+	__u64 t;
+
+	if (!t0) {
+		hs_count(HS_C_T0_MISS);
+		return 0;
+	}
+	t = *t0;
+	bpf_map_delete_elem(&arrivals, &ak);
+	if (!t)
+		*flags |= HS_F_T0_COLL;
+	return t;
+}
+
+SEC("xdp")
+int hs_input(struct xdp_md *ctx)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct hs_src src = { .p = ctx, .xdp = true };
+	struct hs_key_input k = {};
+	struct hs_pkt p = {};
+	struct hs_record *rec;
+	struct hs_meta *meta;
+	__u32 zero = 0, cpu;
+	__u64 *n, seq;
+	int r;
+
+	hs_count(HS_C_XDP_PKTS);
+	r = hs_parse(&src, 0, 0, &k, &p);
+	if (r) {
+		hs_count(r == -1 ? HS_C_XDP_NONIP : HS_C_XDP_TRUNC);
+		return XDP_PASS;
+	}
+	if (p.flags & HS_F_VLAN)
+		hs_count(HS_C_XDP_VLAN);
+	if (p.flags & HS_F_FRAGMENT)
+		hs_count(HS_C_XDP_FRAG);
+	if (p.flags & HS_F_IPOPTS)
+		hs_count(HS_C_XDP_IPOPTS);
+	if (p.flags & HS_F_IPV6_EXT)
+		hs_count(HS_C_XDP_IPV6EXT);
+	if (p.flags & HS_F_TRUNC)
+		hs_count(HS_C_XDP_TRUNC);
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
+		hs_count(HS_C_XDP_META_FAIL);
+		return XDP_PASS;
+	}
+	meta = (void *)(long)ctx->data_meta;
+	if ((void *)(meta + 1) > (void *)(long)ctx->data) {
+		hs_count(HS_C_XDP_META_FAIL);
+		return XDP_PASS;
+	}
+
+	n = bpf_map_lookup_elem(&seqno, &zero);
+	if (!n)
+		return XDP_PASS;
+	cpu = bpf_get_smp_processor_id();
+	seq = (__u64)cpu << 48 | ++*n;
+	rec = hs_slot(seq);
+	if (!rec) {
+		hs_count(HS_C_XDP_META_FAIL);
+		return XDP_PASS;
+	}
+	if (rec->seq && !rec->done) {
+		hs_count(HS_C_EVICTED);
+		hs_emit(rec, rec->seq, HS_ST_EVICTED);
+	}
+
+	__builtin_memset(rec, 0, sizeof(*rec));
+	rec->seq = seq;
+	rec->t[HS_T1] = now;
+	rec->key = hs_key_hash(&k);
+	rec->in_ifindex = ctx->ingress_ifindex;
+	rec->cpu_in = cpu;
+	rec->ip_len = p.ip_len;
+	rec->sport = p.sport;
+	rec->dport = p.dport;
+	rec->tos = p.tos;
+	rec->proto = p.proto;
+	rec->flags = p.flags;
+	__builtin_memcpy(rec->saddr, p.saddr, sizeof(p.saddr));
+	__builtin_memcpy(rec->daddr, p.daddr, sizeof(p.daddr));
+	if (hs_stage_on(HS_T0))
+		rec->t[HS_T0] = hs_arrival(rec->key, rec->in_ifindex, &rec->flags);
+
+	meta->seq = seq;
+	meta->magic = HS_META_MAGIC;
+	meta->pad = 0;
+	return XDP_PASS;
+}

@@ -1,0 +1,44 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * t4: net_dev_start_xmit, after the qdisc, as the packet is handed to the
+ * output driver. Completes the slot and emits the packet's one record.
+ */
+#include "hopscope.bpf.h"
+#include "netns.bpf.h"
+
+SEC("tp_btf/net_dev_start_xmit")
+int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct hs_record *rec;
+	bool traced;
+	__u64 seq;
+
+	/* fires for every transmit on the machine, the senders' too */
+	if (!hs_dev_in_router(dev))
+		return 0;
+	traced = hs_if_in(cfg_out_if, dev->ifindex);
+	switch (hs_find(skb, &rec, &seq)) {
+	case HS_NOMETA:
+		if (traced)
+			hs_count(HS_C_OUT_NOMETA);
+		return 0;
+	case HS_STALE:
+		hs_count(HS_C_STALE);
+		return 0;
+	case HS_FOUND:
+		break;
+	}
+	rec->t[HS_T4] = now;
+	rec->out_ifindex = dev->ifindex;
+	rec->cpu_out = bpf_get_smp_processor_id();
+	if (traced) {
+		hs_count(HS_C_OUT_PKTS);
+		hs_count(HS_C_COMPLETE);
+		hs_emit(rec, seq, HS_ST_COMPLETE);
+	} else {
+		hs_count(HS_C_OTHER_OUT);
+		hs_emit(rec, seq, HS_ST_OTHER_OUT);
+	}
+	return 0;
+}

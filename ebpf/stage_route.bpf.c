@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * t2 and t3: netfilter PRE_ROUTING at the earliest priority (routing starts)
+ * and POST_ROUTING at the latest (routing done). Optional FORWARD stamp, and
+ * LOCAL_IN to retire packets addressed to the router itself, which are not
+ * forwarded and must not be counted as lost.
+ */
+#include "hopscope.bpf.h"
+
+#define NF_ACCEPT 1
+
+static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage s,
+					  __u32 c_ok, __u32 c_nometa)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct hs_record *rec;
+	__u64 seq;
+
+	switch (hs_find(ctx->skb, &rec, &seq)) {
+	case HS_FOUND:
+		rec->t[s] = now;
+		hs_count(c_ok);
+		break;
+	case HS_NOMETA:
+		hs_count(c_nometa);
+		break;
+	case HS_STALE:
+		hs_count(HS_C_STALE);
+		break;
+	}
+	return NF_ACCEPT;
+}
+
+SEC("netfilter")
+int hs_prerouting(struct bpf_nf_ctx *ctx)
+{
+	return hs_route_stamp(ctx, HS_T2, HS_C_PRE_PKTS, HS_C_PRE_NOMETA);
+}
+
+SEC("netfilter")
+int hs_postrouting(struct bpf_nf_ctx *ctx)
+{
+	return hs_route_stamp(ctx, HS_T3, HS_C_POST_PKTS, HS_C_POST_NOMETA);
+}
+
+SEC("netfilter")
+int hs_forward(struct bpf_nf_ctx *ctx)
+{
+	hs_stamp(ctx->skb, HS_FWD, bpf_ktime_get_ns());
+	return NF_ACCEPT;
+}
+
+SEC("netfilter")
+int hs_localin(struct bpf_nf_ctx *ctx)
+{
+	struct hs_record *rec;
+	__u64 seq;
+
+	if (hs_find(ctx->skb, &rec, &seq) == HS_FOUND) {
+		rec->done = 1;
+		hs_count(HS_C_LOCAL);
+	}
+	return NF_ACCEPT;
+}

@@ -1,0 +1,58 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* What `hopscope record` needs from a backend (eBPF or kernel module). */
+#ifndef HS_BACKEND_H
+#define HS_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "hopscope.h"
+
+#define HS_MAX_IFACES 16
+
+struct hs_iface {
+	char name[32];
+	int ifindex;
+	char driver[32];
+	bool is_in;		/* --in */
+	bool is_out;		/* --out */
+	int xdp_mode;		/* XDP_FLAGS_SKB_MODE / XDP_FLAGS_DRV_MODE, for --in */
+};
+
+/* Settings, filled from the command line before the backend opens. */
+struct hs_config {
+	const char *netns;		/* name under /run/netns, or NULL = current */
+	uint64_t netns_inum;		/* inode of the router's netns (filled after entering it) */
+	struct hs_iface ifaces[HS_MAX_IFACES];
+	int n_ifaces;
+	uint32_t stages;		/* HS_STAGE_BIT mask */
+	uint32_t slots_per_cpu;		/* power of two */
+	uint64_t ringbuf_bytes;
+	bool drops;			/* record kernel drops (skb:kfree_skb) */
+	int verbose;
+};
+
+typedef int (*hs_record_cb)(void *ctx, const struct hs_record *r);
+
+struct hs_backend {
+	const char *name;
+	/* attach everything; on failure print why to stderr and return -errno */
+	int (*open)(struct hs_backend *b, struct hs_config *cfg);
+	/* wait up to timeout_ms, hand every record to cb; returns records or -errno */
+	int (*poll)(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx);
+	/* sum of every counter (HS_C_NCOUNTERS values) */
+	int (*counters)(struct hs_backend *b, uint64_t *out);
+	/* detach, then hand over packets still in flight (status INFLIGHT) */
+	int (*stop)(struct hs_backend *b, hs_record_cb cb, void *ctx);
+	void (*close)(struct hs_backend *b);
+	/* hook description for the file header: JSON object text, or NULL */
+	const char *(*hooks_json)(struct hs_backend *b);
+	void *priv;
+};
+
+struct hs_backend *hs_backend_ebpf(void);
+struct hs_backend *hs_backend_kmod(void);
+/* true when this kernel can run the backend (feature probe, no side effects) */
+bool hs_backend_ebpf_supported(char *why, size_t len);
+bool hs_backend_kmod_supported(char *why, size_t len);
+
+#endif

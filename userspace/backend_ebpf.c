@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The eBPF backend: loads the stage programs, attaches them with BPF links
+ * only (a link dies with its process, so even SIGKILL leaves nothing
+ * attached), drains the ring buffer, and at stop hands over the packets
+ * still in flight from the slot table.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <linux/if_link.h>
+#include "backend.h"
+#include "hopscope.skel.h"
+#include "json.h"
+
+#define NF_PRI_FIRST (INT_MIN + 1)	/* INT_MIN itself is refused (ERANGE) */
+#define NF_PRI_LAST (INT_MAX - 1)
+#define HS_MAX_LINKS 64
+
+enum { NF_PRE = 0, NF_LOCAL_IN = 1, NF_FORWARD = 2, NF_POST = 4 };
+enum { PF_V4 = 2, PF_V6 = 10 };
+
+struct ebpf {
+	struct hopscope_bpf *skel;
+	struct ring_buffer *rb;
+	struct bpf_link *links[HS_MAX_LINKS];
+	int nlinks;
+	int xdp_fds[HS_MAX_IFACES];
+	int nxdp;
+	struct hs_config *cfg;
+	hs_record_cb cb;
+	void *cb_ctx;
+	struct js hooks;
+};
+
+static int on_sample(void *ctx, void *data, size_t size)
+{
+	struct ebpf *e = ctx;
+
+	if (size < sizeof(struct hs_record))
+		return 0;
+	return e->cb(e->cb_ctx, data);
+}
+
+static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	return level == LIBBPF_WARN ? vfprintf(stderr, fmt, ap) : 0;
+}
+
+bool hs_backend_ebpf_supported(char *why, size_t len)
+{
+	if (libbpf_probe_bpf_prog_type(BPF_PROG_TYPE_NETFILTER, NULL) != 1) {
+		snprintf(why, len, "this kernel has no BPF netfilter link (Linux 6.4 or later)");
+		return false;
+	}
+	return true;
+}
+
+static int add_link(struct ebpf *e, struct bpf_link *l, const char *what)
+{
+	if (!l) {
+		int err = -errno;
+
+		fprintf(stderr, "hopscope: cannot attach %s: %s\n", what, strerror(-err));
+		return err;
+	}
+	e->links[e->nlinks++] = l;
+	return 0;
+}
+
+static int attach_nf(struct ebpf *e, struct bpf_program *p, int hook, int prio,
+		     const char *name)
+{
+	int pfs[] = { PF_V4, PF_V6 };
+
+	for (int i = 0; i < 2; i++) {
+		LIBBPF_OPTS(bpf_netfilter_opts, o, .pf = pfs[i], .hooknum = hook, .priority = prio);
+		char what[64];
+		int err;
+
+		snprintf(what, sizeof(what), "netfilter %s (%s)", name, i ? "IPv6" : "IPv4");
+		err = add_link(e, bpf_program__attach_netfilter(p, &o), what);
+		if (err)
+			return err;
+	}
+	js_open(&e->hooks, name, '{');
+	js_str(&e->hooks, "type", "netfilter");
+	js_i64(&e->hooks, "priority", prio);
+	js_close(&e->hooks, '}');
+	return 0;
+}
+
+static int attach_xdp(struct ebpf *e, const struct hs_iface *ifc)
+{
+	LIBBPF_OPTS(bpf_link_create_opts, o, .flags = ifc->xdp_mode);
+	int fd = bpf_link_create(bpf_program__fd(e->skel->progs.hs_input), ifc->ifindex,
+				 BPF_XDP, &o);
+
+	if (fd < 0) {
+		int err = -errno;
+
+		fprintf(stderr, "hopscope: cannot attach XDP (%s) to %s: %s%s\n",
+			ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native", ifc->name,
+			strerror(-err), err == -EBUSY || err == -EEXIST ?
+			" (another XDP program is attached)" : "");
+		return err;
+	}
+	e->xdp_fds[e->nxdp++] = fd;
+	return 0;
+}
+
+static void autoload(struct hs_config *cfg, struct hopscope_bpf *s)
+{
+	bpf_program__set_autoload(s->progs.hs_arrival, cfg->stages & HS_STAGE_BIT(HS_T0));
+	bpf_program__set_autoload(s->progs.hs_tc_ingress, cfg->stages & HS_STAGE_BIT(HS_TCIN));
+	bpf_program__set_autoload(s->progs.hs_forward, cfg->stages & HS_STAGE_BIT(HS_FWD));
+	bpf_program__set_autoload(s->progs.hs_tc_egress, cfg->stages & HS_STAGE_BIT(HS_TCEG));
+	bpf_program__set_autoload(s->progs.hs_drop, cfg->drops);
+}
+
+static int configure(struct ebpf *e, struct hs_config *cfg)
+{
+	struct hopscope_bpf *s = e->skel;
+	int shift = __builtin_ctz(cfg->slots_per_cpu), nin = 0, nout = 0;
+	int ncpu = libbpf_num_possible_cpus();
+
+	if (ncpu <= 0 || ncpu > 65535)
+		return -EINVAL;
+	s->rodata->cfg_netns_inum = cfg->netns_inum;
+	s->rodata->cfg_slot_shift = shift;
+	s->rodata->cfg_stages = cfg->stages;
+	s->rodata->cfg_wakeup_bytes = cfg->ringbuf_bytes / 4;
+	for (int i = 0; i < cfg->n_ifaces; i++) {
+		if (cfg->ifaces[i].is_in)
+			s->rodata->cfg_in_if[nin++] = cfg->ifaces[i].ifindex;
+		if (cfg->ifaces[i].is_out)
+			s->rodata->cfg_out_if[nout++] = cfg->ifaces[i].ifindex;
+	}
+	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
+	bpf_map__set_max_entries(s->maps.records, cfg->ringbuf_bytes);
+	autoload(cfg, s);
+	return 0;
+}
+
+static int attach_all(struct ebpf *e, struct hs_config *cfg)
+{
+	struct hopscope_bpf *s = e->skel;
+	struct js *h = &e->hooks;
+	int err = 0;
+
+	js_open(h, NULL, '{');
+	for (int i = 0; i < cfg->n_ifaces && !err; i++) {
+		const struct hs_iface *ifc = &cfg->ifaces[i];
+
+		if (ifc->is_in) {
+			err = attach_xdp(e, ifc);
+			if (!err && (cfg->stages & HS_STAGE_BIT(HS_TCIN)))
+				err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_ingress,
+									  ifc->ifindex, NULL), "tcx ingress");
+		}
+		if (!err && ifc->is_out && (cfg->stages & HS_STAGE_BIT(HS_TCEG)))
+			err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_egress,
+								  ifc->ifindex, NULL), "tcx egress");
+	}
+	if (err)
+		return err;
+	js_open(h, "t1", '{');
+	js_str(h, "type", "xdp");
+	js_close(h, '}');
+	err = attach_nf(e, s->progs.hs_prerouting, NF_PRE, NF_PRI_FIRST, "t2") ?:
+	      attach_nf(e, s->progs.hs_postrouting, NF_POST, NF_PRI_LAST, "t3") ?:
+	      attach_nf(e, s->progs.hs_localin, NF_LOCAL_IN, NF_PRI_LAST, "local_in");
+	if (!err && (cfg->stages & HS_STAGE_BIT(HS_FWD)))
+		err = attach_nf(e, s->progs.hs_forward, NF_FORWARD, NF_PRI_FIRST, "t_fwd");
+	if (err)
+		return err;
+	err = add_link(e, bpf_program__attach(s->progs.hs_output), "tp_btf/net_dev_start_xmit");
+	js_open(h, "t4", '{');
+	js_str(h, "type", "tp_btf/net_dev_start_xmit");
+	js_close(h, '}');
+	if (!err && cfg->drops)
+		err = add_link(e, bpf_program__attach(s->progs.hs_drop), "tp_btf/kfree_skb");
+	if (!err && (cfg->stages & HS_STAGE_BIT(HS_T0))) {
+		err = add_link(e, bpf_program__attach(s->progs.hs_arrival), "tp_btf/netif_rx");
+		js_open(h, "t0", '{');
+		js_str(h, "type", "tp_btf/netif_rx");
+		js_close(h, '}');
+	}
+	if (cfg->stages & HS_STAGE_BIT(HS_TCIN)) {
+		js_open(h, "t_tcin", '{');
+		js_str(h, "type", "tcx/ingress");
+		js_close(h, '}');
+	}
+	if (cfg->stages & HS_STAGE_BIT(HS_TCEG)) {
+		js_open(h, "t_tceg", '{');
+		js_str(h, "type", "tcx/egress");
+		js_close(h, '}');
+	}
+	js_close(h, '}');
+	return err;
+}
+
+static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
+{
+	struct ebpf *e = b->priv;
+	char why[128];
+	int err;
+
+	libbpf_set_print(cfg->verbose ? NULL : libbpf_quiet);
+	if (!hs_backend_ebpf_supported(why, sizeof(why))) {
+		fprintf(stderr, "hopscope: %s; use --backend kmod\n", why);
+		return -EOPNOTSUPP;
+	}
+	e->cfg = cfg;
+	e->skel = hopscope_bpf__open();
+	if (!e->skel) {
+		fprintf(stderr, "hopscope: cannot open the BPF object: %s\n", strerror(errno));
+		return -errno;
+	}
+	err = configure(e, cfg);
+	if (err)
+		return err;
+	err = hopscope_bpf__load(e->skel);
+	if (err) {
+		fprintf(stderr, "hopscope: loading the BPF programs failed: %s%s\n", strerror(-err),
+			err == -EPERM ? " (needs root: CAP_BPF, CAP_PERFMON, CAP_NET_ADMIN)" : "");
+		return err;
+	}
+	err = attach_all(e, cfg);
+	if (err)
+		return err;
+	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.records), on_sample, e, NULL);
+	if (!e->rb) {
+		fprintf(stderr, "hopscope: ring buffer: %s\n", strerror(errno));
+		return -errno;
+	}
+	return 0;
+}
+
+static int ebpf_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx)
+{
+	struct ebpf *e = b->priv;
+	int n;
+
+	e->cb = cb;
+	e->cb_ctx = ctx;
+	/* programs submit without wakeup (batched): drain what is there, then sleep */
+	n = ring_buffer__consume(e->rb);
+	if (n == 0) {
+		n = ring_buffer__poll(e->rb, timeout_ms);
+		if (n == -EINTR)
+			n = 0;
+	}
+	return n;
+}
+
+static int ebpf_counters(struct hs_backend *b, uint64_t *out)
+{
+	struct ebpf *e = b->priv;
+	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(e->skel->maps.counters);
+	uint64_t vals[ncpu];
+
+	for (__u32 k = 0; k < HS_C_NCOUNTERS; k++) {
+		out[k] = 0;
+		if (bpf_map_lookup_elem(fd, &k, vals))
+			return -errno;
+		for (int c = 0; c < ncpu; c++)
+			out[k] += vals[c];
+	}
+	return 0;
+}
+
+static void detach(struct ebpf *e)
+{
+	for (int i = 0; i < e->nxdp; i++)
+		close(e->xdp_fds[i]);
+	e->nxdp = 0;
+	for (int i = 0; i < e->nlinks; i++)
+		bpf_link__destroy(e->links[i]);
+	e->nlinks = 0;
+}
+
+static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
+{
+	struct ebpf *e = b->priv;
+	const struct bpf_map *m = e->skel->maps.slots;
+	size_t n = bpf_map__max_entries(m), size = n * sizeof(struct hs_record);
+	struct hs_record *slots;
+	int inflight = 0;
+
+	detach(e);
+	/* a program that started before the detach may still be running */
+	usleep(20000);
+	e->cb = cb;
+	e->cb_ctx = ctx;
+	while (ring_buffer__consume(e->rb) > 0)
+		;
+	size = (size + 4095) & ~(size_t)4095;
+	slots = mmap(NULL, size, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
+	if (slots == MAP_FAILED) {
+		fprintf(stderr, "hopscope: cannot read the slot table: %s\n", strerror(errno));
+		return -errno;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct hs_record r = slots[i];
+
+		if (!r.seq || r.done)
+			continue;
+		r.status = HS_ST_INFLIGHT;
+		cb(ctx, &r);
+		inflight++;
+	}
+	munmap(slots, size);
+	return inflight;
+}
+
+static void ebpf_close(struct hs_backend *b)
+{
+	struct ebpf *e = b->priv;
+
+	detach(e);
+	ring_buffer__free(e->rb);
+	hopscope_bpf__destroy(e->skel);
+	js_free(&e->hooks);
+	free(e);
+	free(b);
+}
+
+static const char *ebpf_hooks_json(struct hs_backend *b)
+{
+	struct ebpf *e = b->priv;
+
+	return js_text(&e->hooks);
+}
+
+struct hs_backend *hs_backend_ebpf(void)
+{
+	struct hs_backend *b = calloc(1, sizeof(*b));
+	struct ebpf *e = calloc(1, sizeof(*e));
+
+	if (!b || !e) {
+		free(b);
+		free(e);
+		return NULL;
+	}
+	js_init(&e->hooks);
+	b->name = "ebpf";
+	b->open = ebpf_open;
+	b->poll = ebpf_poll;
+	b->counters = ebpf_counters;
+	b->stop = ebpf_stop;
+	b->close = ebpf_close;
+	b->hooks_json = ebpf_hooks_json;
+	b->priv = e;
+	return b;
+}

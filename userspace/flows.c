@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "flows.h"
+
+int hs_flows_init(struct hs_flows *f, uint32_t max)
+{
+	memset(f, 0, sizeof(*f));
+	f->max = max;
+	f->cap = 1024;
+	f->mask = 2 * f->cap - 1;
+	f->items = calloc(f->cap, sizeof(*f->items));
+	f->index = calloc(f->mask + 1, sizeof(*f->index));
+	return f->items && f->index ? 0 : -ENOMEM;
+}
+
+void hs_flows_free(struct hs_flows *f)
+{
+	free(f->items);
+	free(f->index);
+	memset(f, 0, sizeof(*f));
+}
+
+static void tuple_of(struct hs_flow *t, const struct hs_record *r)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = r->flags & HS_F_IPV6 ? 6 : 4;
+	t->proto = r->proto;
+	t->sport = r->sport;
+	t->dport = r->dport;
+	memcpy(t->saddr, r->saddr, sizeof(t->saddr));
+	memcpy(t->daddr, r->daddr, sizeof(t->daddr));
+}
+
+static uint32_t tuple_hash(const struct hs_flow *t)
+{
+	struct hs_key_input k = { .meta = (uint32_t)t->family << 24 | t->proto << 16 };
+
+	memcpy(k.saddr, t->saddr, sizeof(k.saddr));
+	memcpy(k.daddr, t->daddr, sizeof(k.daddr));
+	k.l4[0] = (uint32_t)t->sport << 16 | t->dport;
+	return hs_key_hash(&k);
+}
+
+/* id field excluded: compare from family on */
+static int same(const struct hs_flow *a, const struct hs_flow *b)
+{
+	return !memcmp(&a->family, &b->family, sizeof(*a) - sizeof(a->id));
+}
+
+static int grow(struct hs_flows *f)
+{
+	uint32_t cap = f->cap * 2, mask = 2 * cap - 1;
+	struct hs_flow *items = realloc(f->items, cap * sizeof(*items));
+	uint32_t *index;
+
+	if (!items)
+		return -ENOMEM;
+	f->items = items;
+	index = calloc(mask + 1, sizeof(*index));
+	if (!index)
+		return -ENOMEM;
+	for (uint32_t id = 0; id < f->n; id++) {
+		uint32_t h = tuple_hash(&items[id]) & mask;
+
+		while (index[h])
+			h = (h + 1) & mask;
+		index[h] = id + 1;
+	}
+	free(f->index);
+	f->index = index;
+	f->cap = cap;
+	f->mask = mask;
+	return 0;
+}
+
+uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
+{
+	struct hs_flow t;
+	uint32_t h;
+
+	tuple_of(&t, r);
+	for (h = tuple_hash(&t) & f->mask; f->index[h]; h = (h + 1) & f->mask)
+		if (same(&f->items[f->index[h] - 1], &t))
+			return f->index[h] - 1;
+	if (f->n >= f->max || (f->n == f->cap && grow(f))) {
+		f->overflow++;
+		return HS_FLOW_NONE;
+	}
+	for (h = tuple_hash(&t) & f->mask; f->index[h]; h = (h + 1) & f->mask)
+		;
+	t.id = f->n;
+	f->items[f->n] = t;
+	f->index[h] = ++f->n;
+	return t.id;
+}

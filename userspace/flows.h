@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* 5-tuples seen in a run, numbered in order of first sight. */
+#ifndef HS_FLOWS_H
+#define HS_FLOWS_H
+
+#include <stdint.h>
+#include "hopscope_file.h"
+
+#define HS_FLOW_NONE 0xffffffffu	/* table full: counted in overflow */
+
+struct hs_flows {
+	struct hs_flow *items;		/* by id */
+	uint32_t *index;		/* open addressing: id + 1, 0 = empty */
+	uint32_t n, cap, mask, max;
+	uint32_t written;		/* items[0..written) are in the file */
+	uint64_t overflow;		/* records whose flow did not fit */
+};
+
+int hs_flows_init(struct hs_flows *f, uint32_t max);
+void hs_flows_free(struct hs_flows *f);
+/* the record's flow id, adding the flow if new */
+uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r);
+
+#endif

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include <errno.h>
+#include <linux/ethtool.h>
+#include <linux/if_link.h>
+#include <linux/sockios.h>
+#include <net/if.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+#include "ifaces.h"
+
+static int ethtool(const char *name, void *cmd)
+{
+	struct ifreq ifr = {};
+	int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0), r;
+
+	if (fd < 0)
+		return -errno;
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "%s", name);
+	ifr.ifr_data = cmd;
+	r = ioctl(fd, SIOCETHTOOL, &ifr) ? -errno : 0;
+	close(fd);
+	return r;
+}
+
+static struct hs_iface *find_or_add(struct hs_config *cfg, const char *name)
+{
+	struct hs_iface *ifc;
+
+	for (int i = 0; i < cfg->n_ifaces; i++)
+		if (!strcmp(cfg->ifaces[i].name, name))
+			return &cfg->ifaces[i];
+	if (cfg->n_ifaces == HS_MAX_IFACES) {
+		fprintf(stderr, "hopscope: at most %d interfaces\n", HS_MAX_IFACES);
+		return NULL;
+	}
+	ifc = &cfg->ifaces[cfg->n_ifaces];
+	memset(ifc, 0, sizeof(*ifc));
+	if (strlen(name) >= IFNAMSIZ) {
+		fprintf(stderr, "hopscope: interface name too long: '%s'\n", name);
+		return NULL;
+	}
+	snprintf(ifc->name, sizeof(ifc->name), "%s", name);
+	ifc->ifindex = if_nametoindex(name);
+	if (!ifc->ifindex) {
+		fprintf(stderr, "hopscope: no interface '%s' in namespace '%s'\n", name,
+			cfg->netns ? cfg->netns : "(current)");
+		return NULL;
+	}
+	struct ethtool_drvinfo di = { .cmd = ETHTOOL_GDRVINFO };
+	if (!ethtool(name, &di))
+		snprintf(ifc->driver, sizeof(ifc->driver), "%s", di.driver);
+	cfg->n_ifaces++;
+	return ifc;
+}
+
+int hs_ifaces_add(struct hs_config *cfg, const char *list, int is_out)
+{
+	char *copy = strdup(list), *save = NULL, *name;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (name = strtok_r(copy, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		struct hs_iface *ifc = find_or_add(cfg, name);
+
+		if (!ifc) {
+			err = -ENODEV;
+			break;
+		}
+		if (is_out)
+			ifc->is_out = true;
+		else
+			ifc->is_in = true;
+	}
+	free(copy);
+	return err;
+}
+
+int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode)
+{
+	for (int i = 0; i < cfg->n_ifaces; i++) {
+		struct hs_iface *ifc = &cfg->ifaces[i];
+
+		if (!strcmp(mode, "generic"))
+			ifc->xdp_mode = XDP_FLAGS_SKB_MODE;
+		else if (!strcmp(mode, "native"))
+			ifc->xdp_mode = XDP_FLAGS_DRV_MODE;
+		else if (!strcmp(mode, "auto"))
+			/* native XDP moves veth receive onto NAPI: ~0.15 of the rate (FINDINGS.md) */
+			ifc->xdp_mode = strcmp(ifc->driver, "veth") ? XDP_FLAGS_DRV_MODE :
+								      XDP_FLAGS_SKB_MODE;
+		else {
+			fprintf(stderr, "hopscope: --xdp-mode must be auto, native or generic, not '%s'\n",
+				mode);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static char *read_line(const char *fmt, const char *name)
+{
+	char path[256], buf[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), fmt, name);
+	f = fopen(path, "re");
+	if (!f)
+		return NULL;
+	if (!fgets(buf, sizeof(buf), f)) {
+		fclose(f);
+		return NULL;
+	}
+	fclose(f);
+	buf[strcspn(buf, "\n")] = 0;
+	return strdup(buf);
+}
+
+char *hs_qdisc_json(const char *ifname)
+{
+	char cmd[128], *out = NULL;
+	size_t len = 0;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "tc -s -j qdisc show dev %s 2>/dev/null", ifname);
+	p = popen(cmd, "re");
+	if (!p)
+		return NULL;
+	FILE *m = open_memstream(&out, &len);
+	char buf[4096];
+	size_t n;
+
+	while (m && (n = fread(buf, 1, sizeof(buf), p)) > 0)
+		fwrite(buf, 1, n, m);
+	if (m)
+		fclose(m);
+	if (pclose(p) != 0 || !out || out[0] != '[') {
+		free(out);
+		return NULL;
+	}
+	out[strcspn(out, "\n")] = 0;
+	return out;
+}
+
+void hs_ifaces_json(struct js *j, const struct hs_config *cfg)
+{
+	js_open(j, "interfaces", '[');
+	for (int i = 0; i < cfg->n_ifaces; i++) {
+		const struct hs_iface *ifc = &cfg->ifaces[i];
+		struct ethtool_coalesce co = { .cmd = ETHTOOL_GCOALESCE };
+		char *rps = read_line("/sys/class/net/%s/queues/rx-0/rps_cpus", ifc->name);
+		char *mtu = read_line("/sys/class/net/%s/mtu", ifc->name);
+		char *qd = hs_qdisc_json(ifc->name);
+
+		js_open(j, NULL, '{');
+		js_str(j, "name", ifc->name);
+		js_u64(j, "ifindex", ifc->ifindex);
+		js_str(j, "role", ifc->is_in && ifc->is_out ? "in,out" : ifc->is_in ? "in" : "out");
+		js_str(j, "driver", ifc->driver[0] ? ifc->driver : NULL);
+		js_str(j, "xdp_mode", !ifc->is_in ? NULL :
+			  ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native");
+		js_str(j, "rps_cpus", rps);
+		js_u64(j, "mtu", mtu ? strtoul(mtu, NULL, 10) : 0);
+		if (!ethtool(ifc->name, &co)) {
+			js_open(j, "coalesce", '{');
+			js_u64(j, "rx_usecs", co.rx_coalesce_usecs);
+			js_u64(j, "rx_max_frames", co.rx_max_coalesced_frames);
+			js_u64(j, "tx_usecs", co.tx_coalesce_usecs);
+			js_u64(j, "tx_max_frames", co.tx_max_coalesced_frames);
+			js_bool(j, "adaptive_rx", co.use_adaptive_rx_coalesce);
+			js_close(j, '}');
+		} else {
+			js_raw(j, "coalesce", NULL);
+		}
+		js_raw(j, "qdisc", qd);
+		js_close(j, '}');
+		free(rps);
+		free(mtu);
+		free(qd);
+	}
+	js_close(j, ']');
+}

@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Interfaces named on the command line: resolve, describe. */
+#ifndef HS_IFACES_H
+#define HS_IFACES_H
+
+#include "backend.h"
+#include "json.h"
+
+/* add each name of a comma list as an input or output; -errno after printing why */
+int hs_ifaces_add(struct hs_config *cfg, const char *list, int is_out);
+/* XDP mode per input: "auto" (native, generic on veth), "native" or "generic" */
+int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode);
+/* one JSON object per interface: driver, mtu, rps_cpus, coalescing, qdisc */
+void hs_ifaces_json(struct js *j, const struct hs_config *cfg);
+/* `tc -s -j qdisc show dev NAME` output (JSON), or NULL */
+char *hs_qdisc_json(const char *ifname);
+
+#endif

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* A growable JSON text: enough to write the record file's header and trailer. */
+#ifndef HS_JSON_H
+#define HS_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct js {
+	char *buf;
+	size_t len, cap;
+	int need_comma;
+	int oom;
+};
+
+void js_init(struct js *j);
+void js_free(struct js *j);
+void js_open(struct js *j, const char *key, char bracket);	/* key NULL inside arrays */
+void js_close(struct js *j, char bracket);
+void js_str(struct js *j, const char *key, const char *val);	/* val NULL -> null */
+void js_u64(struct js *j, const char *key, uint64_t val);
+void js_i64(struct js *j, const char *key, int64_t val);
+void js_bool(struct js *j, const char *key, int val);
+void js_raw(struct js *j, const char *key, const char *json);	/* already JSON */
+const char *js_text(struct js *j);	/* NULL if memory ran out */
+
+#endif

@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* `hopscope record`: attach, drain, write the record file, report every counter. */
+#include <argp.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include "backend.h"
+#include "ifaces.h"
+#include "netns.h"
+#include "record.h"
+#include "runmeta.h"
+#include "writer.h"
+
+struct opts {
+	struct hs_config cfg;
+	const char *in, *out, *output, *backend, *xdp_mode;
+	double duration;
+	uint64_t count;
+	int quiet;
+};
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static const char doc[] =
+"Record the four instants of every packet a router forwards.\v"
+"Stages: t1 XDP on each --in interface; t2 netfilter PRE_ROUTING (earliest\n"
+"priority); t3 POST_ROUTING (latest); t4 net_dev_start_xmit on each --out\n"
+"interface. --stages adds: t0 (arrival: netif_rx), tcin (tc ingress), fwd\n"
+"(netfilter FORWARD), tceg (tc egress, before the qdisc).\n"
+"\n"
+"EXAMPLES:\n"
+"  hopscope record --netns router --in r-s1,r-s2 --out r-rx -d 10 -o run.hsr\n"
+"      10 s of the testbed's router, both senders\n"
+"  hopscope record -n router -i r-s1 -O r-rx --stages t0,tceg -c 100000 -o q.hsr\n"
+"      stop after 100000 complete records; split both queues into their parts\n"
+"  python3 -c 'import hopscope; print(hopscope.load(\"run.hsr\").describe())'\n"
+"\n"
+"Stops on --duration, --count or Ctrl-C; prints every counter at the end.\n"
+"Exit status: 0 ok, 1 runtime error, 2 usage error.";
+
+enum { OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND };
+
+static const struct argp_option options[] = {
+	{ "netns", 'n', "NAME", 0, "router's network namespace (/run/netns/NAME)" },
+	{ "in", 'i', "IF[,IF]", 0, "input interfaces (XDP, t1)" },
+	{ "out", 'O', "IF[,IF]", 0, "output interfaces (t4)" },
+	{ "output", 'o', "FILE", 0, "record file to write (.hsr)" },
+	{ "duration", 'd', "SEC", 0, "stop after SEC seconds" },
+	{ "count", 'c', "N", 0, "stop after N complete records" },
+	{ "stages", OPT_STAGES, "LIST", 0, "optional stages: t0,tcin,fwd,tceg or all" },
+	{ "xdp-mode", OPT_XDP, "MODE", 0, "auto (default: generic on veth, native elsewhere), native, generic" },
+	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default 16384)" },
+	{ "ring", OPT_RING, "MIB", 0, "ring buffer size in MiB (default 32)" },
+	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },
+	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
+	{ "quiet", 'q', 0, 0, "no live line" },
+	{ "verbose", 'v', 0, 0, "libbpf debug output" },
+	{},
+};
+
+static int parse_stages(const char *arg, uint32_t *stages)
+{
+	static const struct { const char *name; int stage; } map[] = {
+		{ "t0", HS_T0 }, { "tcin", HS_TCIN }, { "fwd", HS_FWD }, { "tceg", HS_TCEG },
+	};
+	char *copy = strdup(arg), *save = NULL, *tok;
+	int err = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		size_t i;
+
+		if (!strcmp(tok, "all")) {
+			for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+				*stages |= HS_STAGE_BIT(map[i].stage);
+			continue;
+		}
+		for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+			if (!strcmp(tok, map[i].name))
+				break;
+		if (i == sizeof(map) / sizeof(map[0])) {
+			err = -EINVAL;
+			break;
+		}
+		*stages |= HS_STAGE_BIT(map[i].stage);
+	}
+	free(copy);
+	return err;
+}
+
+static error_t parse_opt(int key, char *arg, struct argp_state *state)
+{
+	struct opts *o = state->input;
+	char *end;
+
+	switch (key) {
+	case 'n': o->cfg.netns = arg; break;
+	case 'i': o->in = arg; break;
+	case 'O': o->out = arg; break;
+	case 'o': o->output = arg; break;
+	case 'q': o->quiet = 1; break;
+	case 'v': o->cfg.verbose = 1; break;
+	case 'd':
+		o->duration = strtod(arg, &end);
+		if (*end || o->duration <= 0)
+			argp_error(state, "--duration must be a positive number of seconds");
+		break;
+	case 'c':
+		o->count = strtoull(arg, &end, 10);
+		if (*end || !o->count)
+			argp_error(state, "--count must be a positive integer");
+		break;
+	case OPT_STAGES:
+		if (parse_stages(arg, &o->cfg.stages))
+			argp_error(state, "--stages takes t0,tcin,fwd,tceg or all, not '%s'", arg);
+		break;
+	case OPT_XDP: o->xdp_mode = arg; break;
+	case OPT_SLOTS: {
+		unsigned long n = strtoul(arg, &end, 10);
+
+		if (*end || n < 64 || n > (1ul << 22) || (n & (n - 1)))
+			argp_error(state, "--slots must be a power of 2 between 64 and 4194304");
+		o->cfg.slots_per_cpu = n;
+		break;
+	}
+	case OPT_RING: {
+		unsigned long mib = strtoul(arg, &end, 10);
+
+		if (*end || !mib || mib > 1024 || (mib & (mib - 1)))
+			argp_error(state, "--ring must be a power of 2 MiB, at most 1024");
+		o->cfg.ringbuf_bytes = (uint64_t)mib << 20;
+		break;
+	}
+	case OPT_NODROPS: o->cfg.drops = false; break;
+	case OPT_BACKEND: o->backend = arg; break;
+	case ARGP_KEY_ARG:
+		argp_error(state, "unexpected argument '%s'", arg);
+		break;
+	case ARGP_KEY_END:
+		if (!o->in || !o->out || !o->output)
+			argp_error(state, "--in, --out and --output are required");
+		break;
+	default:
+		return ARGP_ERR_UNKNOWN;
+	}
+	return 0;
+}
+
+static int privileged(void)
+{
+	char line[256];
+	unsigned long long eff = 0;
+	FILE *f = fopen("/proc/self/status", "re");
+
+	if (!f)
+		return geteuid() == 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	/* CAP_SYS_ADMIN (setns, BPF), or CAP_BPF + CAP_PERFMON + CAP_NET_ADMIN */
+	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1) && (eff >> 12 & 1));
+}
+
+/* the module backend is linked in when kmod/ provides it */
+extern struct hs_backend *hs_backend_kmod(void) __attribute__((weak));
+
+static struct hs_backend *pick_backend(const char *name)
+{
+	char why[160];
+
+	if (!strcmp(name, "ebpf"))
+		return hs_backend_ebpf();
+	if (!strcmp(name, "kmod"))
+		return hs_backend_kmod ? hs_backend_kmod() : NULL;
+	if (hs_backend_ebpf_supported(why, sizeof(why)))
+		return hs_backend_ebpf();
+	fprintf(stderr, "hopscope: %s: using the kernel module backend\n", why);
+	return hs_backend_kmod ? hs_backend_kmod() : NULL;
+}
+
+struct run {
+	struct hs_writer w;
+	struct hs_backend *b;
+	uint64_t counters[HS_C_NCOUNTERS];
+	int err;
+};
+
+static int on_record(void *ctx, const struct hs_record *r)
+{
+	struct run *run = ctx;
+	int err = hs_writer_add(&run->w, r);
+
+	if (err)
+		run->err = err;
+	return err;
+}
+
+static char *counters_json(struct run *run, const char *stop_reason)
+{
+	struct js j;
+	char *out;
+
+	js_init(&j);
+	hs_runmeta_counters(&j, run->counters, run->w.by_status, run->w.written + run->w.nbuf,
+			    run->w.flows.n, run->w.flows.overflow);
+	if (stop_reason)
+		js_str(&j, "stop_reason", stop_reason);
+	js_close(&j, '}');
+	out = js_text(&j) ? strdup(js_text(&j)) : NULL;
+	js_free(&j);
+	return out;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void live_line(struct run *run, double elapsed)
+{
+	const uint64_t *c = run->counters;
+
+	fprintf(stderr, "\r%7.1fs  records %llu  complete %llu  dropped %llu  evicted %llu  "
+		"ring-lost %llu   ", elapsed,
+		(unsigned long long)(run->w.written + run->w.nbuf),
+		(unsigned long long)run->w.by_status[HS_ST_COMPLETE],
+		(unsigned long long)run->w.by_status[HS_ST_DROPPED],
+		(unsigned long long)c[HS_C_EVICTED], (unsigned long long)c[HS_C_RB_FAIL]);
+}
+
+static void summary(struct run *run, const char *path, const char *reason, double secs)
+{
+	const uint64_t *by = run->w.by_status;
+
+	fprintf(stderr, "\nhopscope: %s: %llu records in %.1f s (stopped: %s)\n", path,
+		(unsigned long long)run->w.written, secs, reason);
+	fprintf(stderr, "  records   ");
+	for (int s = HS_ST_COMPLETE; s <= HS_ST_OTHER_OUT; s++)
+		fprintf(stderr, " %s %llu", hs_status_names[s], (unsigned long long)by[s]);
+	fprintf(stderr, "\n  flows      %u (overflow %llu)\n  counters  ", run->w.flows.n,
+		(unsigned long long)run->w.flows.overflow);
+	for (int c = 0; c < HS_C_NCOUNTERS; c++)
+		fprintf(stderr, " %s %llu%s", hs_counter_names[c],
+			(unsigned long long)run->counters[c], c % 6 == 5 ? "\n           " : "");
+	fprintf(stderr, "\n");
+	if (run->counters[HS_C_RB_FAIL] || run->counters[HS_C_EVICTED] || run->counters[HS_C_RACE])
+		fprintf(stderr, "hopscope: WARNING: the tracer lost packets: ring buffer %llu, "
+			"evicted %llu, race %llu (see --ring, --slots)\n",
+			(unsigned long long)run->counters[HS_C_RB_FAIL],
+			(unsigned long long)run->counters[HS_C_EVICTED],
+			(unsigned long long)run->counters[HS_C_RACE]);
+}
+
+static int record_loop(struct run *run, struct opts *o)
+{
+	double start = now_s(), last_flush = start, last_live = start;
+	const char *reason = "signal";
+	int live = !o->quiet && isatty(2);
+	char *js;
+
+	while (!stop_signal && !run->err) {
+		double t;
+		int n = run->b->poll(run->b, 20, on_record, run);
+
+		if (n < 0 && n != -EINTR) {
+			fprintf(stderr, "hopscope: reading records: %s\n", strerror(-n));
+			reason = "error";
+			break;
+		}
+		t = now_s();
+		if (t - last_flush >= 1.0) {
+			run->b->counters(run->b, run->counters);
+			js = counters_json(run, NULL);
+			run->err = hs_writer_flush(&run->w, js);
+			free(js);
+			last_flush = t;
+		}
+		if (live && t - last_live >= 0.5) {
+			live_line(run, t - start);
+			last_live = t;
+		}
+		if (o->duration && t - start >= o->duration) {
+			reason = "duration";
+			break;
+		}
+		if (o->count && run->w.complete >= o->count) {
+			reason = "count";
+			break;
+		}
+	}
+	if (run->err)
+		reason = "error";
+	int inflight = run->b->stop(run->b, on_record, run);
+
+	run->b->counters(run->b, run->counters);
+	js = counters_json(run, reason);
+	if (!run->err && js)
+		run->err = hs_writer_close(&run->w, js);
+	free(js);
+	summary(run, o->output, reason, now_s() - start);
+	if (inflight > 0)
+		fprintf(stderr, "hopscope: %d packets were still inside the router at stop "
+			"(status inflight)\n", inflight);
+	return run->err ? 1 : 0;
+}
+
+int hs_cmd_record(int argc, char **argv)
+{
+	struct argp argp = { options, parse_opt, NULL, doc };
+	struct opts o = {
+		.cfg = {
+			.stages = HS_STAGES_CORE,
+			.slots_per_cpu = 16384,
+			.ringbuf_bytes = 32ull << 20,
+			.drops = true,
+		},
+		.backend = "auto",
+		.xdp_mode = "auto",
+	};
+	struct hs_clocks start;
+	struct run run = {};
+	struct js header;
+	int err;
+
+	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
+		return 2;
+	if (strcmp(o.backend, "ebpf") && strcmp(o.backend, "kmod") && strcmp(o.backend, "auto")) {
+		fprintf(stderr, "hopscope: --backend must be ebpf, kmod or auto\n");
+		return 2;
+	}
+	if (!privileged()) {
+		fprintf(stderr, "hopscope: record needs root (CAP_SYS_ADMIN, or CAP_BPF + "
+			"CAP_PERFMON + CAP_NET_ADMIN)\n");
+		return 1;
+	}
+	if (hs_netns_enter(o.cfg.netns, &o.cfg.netns_inum) ||
+	    hs_ifaces_add(&o.cfg, o.in, 0) || hs_ifaces_add(&o.cfg, o.out, 1) ||
+	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode))
+		return 1;
+
+	run.b = pick_backend(o.backend);
+	if (!run.b) {
+		fprintf(stderr, "hopscope: backend '%s' is not available in this build\n", o.backend);
+		return 1;
+	}
+	signal(SIGINT, on_signal);
+	signal(SIGTERM, on_signal);
+	signal(SIGHUP, on_signal);
+	err = run.b->open(run.b, &o.cfg);
+	if (err) {
+		run.b->close(run.b);
+		return 1;
+	}
+	hs_clocks_now(&start);
+	js_init(&header);
+	hs_runmeta_header(&header, &o.cfg, run.b->name, run.b->hooks_json(run.b), &start, argc, argv);
+	if (!js_text(&header) || hs_writer_open(&run.w, o.output, js_text(&header))) {
+		js_free(&header);
+		hs_writer_free(&run.w);
+		run.b->close(run.b);
+		return 1;
+	}
+	js_free(&header);
+	if (!o.quiet)
+		fprintf(stderr, "hopscope: recording %s (backend %s) to %s; Ctrl-C to stop\n",
+			o.cfg.netns ? o.cfg.netns : "this namespace", run.b->name, o.output);
+	err = record_loop(&run, &o);
+	hs_writer_free(&run.w);
+	run.b->close(run.b);
+	return err;
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include "ifaces.h"
+#include "runmeta.h"
+
+const char *const hs_counter_names[HS_C_NCOUNTERS] = HS_COUNTER_NAMES;
+const char *const hs_stage_names[HS_NSTAGES] = HS_STAGE_NAMES;
+const char *const hs_status_names[8] = {
+	"none", "complete", "dropped", "evicted", "collision", "inflight", "other_out", "unknown",
+};
+
+static uint64_t ns(clockid_t id)
+{
+	struct timespec ts;
+
+	clock_gettime(id, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
+void hs_clocks_now(struct hs_clocks *c)
+{
+	uint64_t best = UINT64_MAX;
+
+	/* realtime read between two monotonic reads; keep the tightest of a few */
+	for (int i = 0; i < 7; i++) {
+		uint64_t a = ns(CLOCK_MONOTONIC), r = ns(CLOCK_REALTIME), b = ns(CLOCK_MONOTONIC);
+
+		if (b - a < best) {
+			best = b - a;
+			c->mono_ns = a + (b - a) / 2;
+			c->real_ns = r;
+		}
+	}
+	c->mono_to_real_ns = (int64_t)(c->real_ns - c->mono_ns);
+}
+
+static char *first_line(const char *path, const char *prefix)
+{
+	char buf[512];
+	FILE *f = fopen(path, "re");
+	char *out = NULL;
+
+	if (!f)
+		return NULL;
+	while (fgets(buf, sizeof(buf), f)) {
+		if (prefix && strncmp(buf, prefix, strlen(prefix)))
+			continue;
+		buf[strcspn(buf, "\n")] = 0;
+		char *v = prefix ? strchr(buf, ':') : buf;
+
+		if (prefix && v)
+			v += 2;
+		out = v ? strdup(v) : NULL;
+		break;
+	}
+	fclose(f);
+	return out;
+}
+
+void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *backend,
+		       const char *hooks_json, const struct hs_clocks *start,
+		       int argc, char **argv)
+{
+	struct utsname u;
+	char host[256] = "", cmd[2048] = "";
+	char *cs = first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL);
+	char *model = first_line("/proc/cpuinfo", "model name");
+
+	uname(&u);
+	gethostname(host, sizeof(host) - 1);
+	for (int i = 0; i < argc; i++) {
+		strncat(cmd, argv[i], sizeof(cmd) - strlen(cmd) - 2);
+		if (i + 1 < argc)
+			strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
+	}
+
+	js_open(j, NULL, '{');
+	js_str(j, "format", "hopscope-record");
+	js_u64(j, "version", 1);
+	js_str(j, "tracer_version", HS_TRACER_VERSION);
+	js_str(j, "backend", backend);
+	js_str(j, "command", cmd);
+	js_str(j, "hostname", host);
+	js_u64(j, "start_realtime_ns", start->real_ns);
+	js_u64(j, "start_monotonic_ns", start->mono_ns);
+	js_i64(j, "mono_to_realtime_ns", start->mono_to_real_ns);
+	js_open(j, "kernel", '{');
+	js_str(j, "release", u.release);
+	js_str(j, "version", u.version);
+	js_str(j, "machine", u.machine);
+	js_close(j, '}');
+	js_str(j, "clocksource", cs);
+	js_open(j, "cpu", '{');
+	js_str(j, "model", model);
+	js_u64(j, "count", sysconf(_SC_NPROCESSORS_ONLN));
+	js_close(j, '}');
+	js_open(j, "netns", '{');
+	js_str(j, "name", cfg->netns);
+	js_u64(j, "inode", cfg->netns_inum);
+	js_close(j, '}');
+	hs_ifaces_json(j, cfg);
+	js_open(j, "stages", '[');
+	for (int s = 0; s < HS_NSTAGES; s++)
+		if (cfg->stages & HS_STAGE_BIT(s))
+			js_str(j, NULL, hs_stage_names[s]);
+	js_close(j, ']');
+	js_bool(j, "drops", cfg->drops);
+	js_raw(j, "hooks", hooks_json);
+	js_u64(j, "slots_per_cpu", cfg->slots_per_cpu);
+	js_u64(j, "ringbuf_bytes", cfg->ringbuf_bytes);
+	js_u64(j, "record_size", sizeof(struct hs_record));
+	js_open(j, "counter_names", '[');
+	for (int c = 0; c < HS_C_NCOUNTERS; c++)
+		js_str(j, NULL, hs_counter_names[c]);
+	js_close(j, ']');
+	js_open(j, "stage_names", '[');
+	for (int s = 0; s < HS_NSTAGES; s++)
+		js_str(j, NULL, hs_stage_names[s]);
+	js_close(j, ']');
+	js_close(j, '}');
+	free(cs);
+	free(model);
+}
+
+void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t *by_status,
+			 uint64_t records, uint64_t flows, uint64_t flow_overflow)
+{
+	struct hs_clocks now;
+
+	hs_clocks_now(&now);
+	js_open(j, NULL, '{');
+	js_u64(j, "monotonic_ns", now.mono_ns);
+	js_open(j, "counters", '{');
+	for (int c = 0; c < HS_C_NCOUNTERS; c++)
+		js_u64(j, hs_counter_names[c], counters[c]);
+	js_close(j, '}');
+	js_open(j, "userspace", '{');
+	js_u64(j, "records_written", records);
+	js_open(j, "records_by_status", '{');
+	for (int s = 1; s <= HS_ST_OTHER_OUT; s++)
+		js_u64(j, hs_status_names[s], by_status[s]);
+	js_close(j, '}');
+	js_u64(j, "flows", flows);
+	js_u64(j, "flow_overflow", flow_overflow);
+	js_close(j, '}');
+}

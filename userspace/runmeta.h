@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The record file's header (run metadata) and counter snapshots, as JSON. */
+#ifndef HS_RUNMETA_H
+#define HS_RUNMETA_H
+
+#include <stdint.h>
+#include "backend.h"
+#include "json.h"
+
+#define HS_TRACER_VERSION "0.1.0"
+
+struct hs_clocks {
+	uint64_t mono_ns;
+	uint64_t real_ns;
+	int64_t mono_to_real_ns;	/* realtime = monotonic + this */
+};
+
+void hs_clocks_now(struct hs_clocks *c);
+void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *backend,
+		       const char *hooks_json, const struct hs_clocks *start,
+		       int argc, char **argv);
+/* {"monotonic_ns", "counters": {...}, "userspace": {...}} without the closing brace */
+void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t *by_status,
+			 uint64_t records, uint64_t flows, uint64_t flow_overflow);
+
+extern const char *const hs_counter_names[HS_C_NCOUNTERS];
+extern const char *const hs_stage_names[HS_NSTAGES];
+extern const char *const hs_status_names[8];
+
+#endif
