@@ -132,6 +132,7 @@ enum hs_counter {
 	HS_C_RACE,		/* slot reused while its record was being copied: record discarded */
 	HS_C_RB_FAIL,		/* ring buffer full: record lost (counted per status below) */
 	HS_C_RB_FAIL_COMPLETE,
+	HS_C_PROG_MISSES,	/* program runs the kernel skipped (recursion on a CPU); from prog info */
 	HS_C_NCOUNTERS,
 };
 
@@ -142,7 +143,7 @@ enum hs_counter {
 	"pre_pkts", "pre_nometa", "post_pkts", "post_nometa", \
 	"out_pkts", "out_nometa", "opt_pkts", "stale", "local", \
 	"complete", "dropped", "evicted", "other_out", "race", \
-	"rb_fail", "rb_fail_complete" }
+	"rb_fail", "rb_fail_complete", "prog_misses" }
 
 #define HS_STAGE_NAMES { "t0", "t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4" }
 

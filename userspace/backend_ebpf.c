@@ -260,6 +260,23 @@ static int ebpf_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void
 	return n;
 }
 
+/* runs the kernel skipped because the program was already running on that CPU */
+static uint64_t recursion_misses(struct ebpf *e)
+{
+	struct bpf_program *p;
+	uint64_t sum = 0;
+
+	bpf_object__for_each_program(p, e->skel->obj) {
+		struct bpf_prog_info info = {};
+		__u32 len = sizeof(info);
+		int fd = bpf_program__fd(p);
+
+		if (fd >= 0 && !bpf_prog_get_info_by_fd(fd, &info, &len))
+			sum += info.recursion_misses;
+	}
+	return sum;
+}
+
 static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 {
 	struct ebpf *e = b->priv;
@@ -273,6 +290,7 @@ static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 		for (int c = 0; c < ncpu; c++)
 			out[k] += vals[c];
 	}
+	out[HS_C_PROG_MISSES] = recursion_misses(e);
 	return 0;
 }
 
