@@ -29,7 +29,7 @@ USER_OBJS := $(patsubst userspace/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 USER_HDRS := $(wildcard userspace/*.h) $(wildcard include/*.h)
 
 .PHONY: all deps test demo clean bench
-all: $(OUT)/hopscope $(OUT)/sink.bpf.o
+all: $(OUT)/hopscope $(OUT)/sink.bpf.o $(OUT)/prog_run
 
 deps:
 	$(Q)./scripts/install-deps.sh
@@ -79,3 +79,8 @@ clean:
 	$(Q)rm -rf $(OUT)
 
 -include kmod/kmod.mk
+
+# BPF unit tests: the XDP stage on crafted frames (BPF_PROG_TEST_RUN)
+$(OUT)/prog_run: tests/bpf/prog_run.c $(OUT)/obj/runmeta.o $(OUT)/obj/ifaces.o $(OUT)/obj/json.o $(OUT)/hopscope.skel.h
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(OUT)/obj/runmeta.o $(OUT)/obj/ifaces.o $(OUT)/obj/json.o $(LDLIBS) -o $@
