@@ -334,6 +334,7 @@ int hs_cmd_record(int argc, char **argv)
 	struct js header;
 	int err;
 
+	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
 	if (strcmp(o.backend, "ebpf") && strcmp(o.backend, "kmod") && strcmp(o.backend, "auto")) {

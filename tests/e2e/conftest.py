@@ -1,0 +1,120 @@
+"""Fixtures for end-to-end tests: a namespaced testbed per test and a recorder
+running against it. Everything a test starts is torn down, also on failure."""
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
+TESTBED = os.path.join(ROOT, "testbed", "testbed.sh")
+sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
+PREFIX = "hst-e2e-"
+
+
+def sh(*cmd, check=True, **kw):
+    return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
+
+
+def ns(name, *cmd, **kw):
+    """Run cmd in the testbed namespace name (sender1, router, ...)."""
+    return sh("ip", "netns", "exec", PREFIX + name, *cmd, **kw)
+
+
+def hs_programs():
+    out = sh("bpftool", "prog", "show", check=False).stdout
+    return [line for line in out.splitlines() if " name hs_" in line]
+
+
+class Testbed:
+    def __init__(self):
+        self.procs = []
+
+    def up(self, *args):
+        env = dict(os.environ, HS_PREFIX=PREFIX)
+        r = subprocess.run([TESTBED, "up", *args], env=env, capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return self
+
+    def down(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        subprocess.run([TESTBED, "down"], env=dict(os.environ, HS_PREFIX=PREFIX),
+                       capture_output=True, text=True)
+
+    def spawn(self, name, *cmd, **kw):
+        """A background process in a namespace, killed at teardown."""
+        p = subprocess.Popen(["ip", "netns", "exec", PREFIX + name, *cmd],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+        self.procs.append(p)
+        return p
+
+
+@pytest.fixture
+def testbed():
+    tb = Testbed()
+    subprocess.run([TESTBED, "down"], env=dict(os.environ, HS_PREFIX=PREFIX), capture_output=True)
+    yield tb
+    tb.down()
+    left = sh("ip", "netns", "list").stdout
+    assert PREFIX not in left, "namespaces left behind: " + left
+    assert not hs_programs(), "BPF programs left loaded"
+
+
+class Recorder:
+    """`hopscope record` in the background; stop() sends SIGINT like Ctrl-C."""
+
+    def __init__(self, out, *extra, ins="r-s1,r-s2", outs="r-rx"):
+        self.out = str(out)
+        self.p = subprocess.Popen([HOPSCOPE, "record", "--netns", PREFIX + "router", "--in", ins,
+                                   "--out", outs, "-o", self.out, *extra],
+                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        line = self.p.stderr.readline()
+        if "recording" not in line:
+            self.p.kill()
+            raise AssertionError("recorder did not start: " + line + self.p.stderr.read())
+
+    def stop(self, timeout=30):
+        if self.p.poll() is None:
+            self.p.send_signal(signal.SIGINT)
+        try:
+            _, err = self.p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            raise
+        assert self.p.returncode == 0, err
+        self.summary = err
+        return err
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    started = []
+
+    def start(*extra, **kw):
+        r = Recorder(tmp_path / f"run{len(started)}.hsr", *extra, **kw)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        r.kill()
+
+
+def wait_for(pred, timeout=10, step=0.1):
+    end = time.time() + timeout
+    while time.time() < end:
+        if pred():
+            return True
+        time.sleep(step)
+    return False

@@ -1,0 +1,171 @@
+"""The tracer spine end to end: real traffic through the kernel's forwarding
+path in namespaces, real BPF programs, the record file read back."""
+import json
+import re
+import time
+
+import numpy as np
+
+import hopscope
+from conftest import hs_programs, ns, sh, wait_for, PREFIX
+
+RX4 = "198.18.3.2"
+
+
+def data_of(df, tos, size):
+    """The generator's data packets: UDP with that TOS and IP length."""
+    return df[(df.tos == tos) & (df.proto == 17) & (df.ip_len == 20 + 8 + size)]
+
+
+def two_senders(testbed, recorder):
+    """sender1: iperf3, TOS 4, 64 B; sender2: D-ITG, TOS 5, 100 B, Pareto gaps; 20000 each."""
+    testbed.spawn("receiver", "iperf3", "-s", "-1")
+    testbed.spawn("receiver", "ITGRecv")
+    time.sleep(0.5)
+    rec = recorder()
+    itg = testbed.spawn("sender2", "taskset", "-c", "0", "ITGSend", "-a", RX4, "-T", "UDP",
+                        "-c", "100", "-V", "1.5", "0.1", "-b", "5", "-z", "20000", "-poll")
+    ip = ns("sender1", "taskset", "-c", "0", "iperf3", "-c", RX4, "-u", "-b", "10M", "-l", "64",
+            "-k", "20000", "-S", "4", "-J", check=False)
+    assert ip.returncode == 0, ip.stdout[-2000:]
+    assert itg.wait(timeout=120) == 0
+    time.sleep(1)
+    rec.stop()
+    return hopscope.load(rec.out), ip
+
+
+def test_two_senders_every_packet_one_complete_record(testbed, recorder):
+    # inline: forwarding on the senders' CPU (see the RPS test for the default mode)
+    testbed.up("--mode", "inline")
+    df, ip = two_senders(testbed, recorder)
+    s1, s2 = data_of(df, 4, 64), data_of(df, 5, 100)
+    assert (s1.status == "complete").sum() == 20000, s1.status.value_counts()
+    assert (s2.status == "complete").sum() == 20000, (s2.status.value_counts(), df.attrs["counters"])
+    assert len(s1) == 20000 and len(s2) == 20000
+    sent = json.loads(ip.stdout)["end"]["sum"]["packets"]
+    assert sent == 20000
+    c = df[df.status == "complete"]
+    for col in ("d_iq", "d_p", "d_oq", "transit"):
+        assert (c[col] >= 0).all(), col
+    assert ((c.d_iq + c.d_p + c.d_oq) == c.transit).all()
+    assert ((c.t4 - c.t1) == c.transit).all()
+    assert set(s1.in_if.astype(str)) == {"r-s1"} and set(s2.in_if.astype(str)) == {"r-s2"}
+    assert set(c.out_if.astype(str)) == {"r-rx"}
+    counters = df.attrs["counters"]["counters"]
+    for k in ("rb_fail", "evicted", "race", "prog_misses"):
+        assert counters[k] == 0, (k, counters)
+    # every packet seen at t1 is accounted for by exactly one record or the local count
+    assert counters["xdp_pkts"] - counters["xdp_nonip"] - counters["xdp_truncated"] == \
+        len(df) + counters["local"]
+
+
+def test_rps_mode_accounts_for_every_packet(testbed, recorder):
+    """Default testbed (router on its own CPU). Measured on kernel 6.18: ~0.3-0.6 % of
+    the packets r-rx transmits never hit the net_dev_start_xmit tracepoint (an
+    independent counting program sees the same gap against r-rx tx_packets), so
+    they have no t4. They must still be accounted for, one record each."""
+    testbed.up()
+    df, _ = two_senders(testbed, recorder)
+    for tos, size in ((4, 64), (5, 100)):
+        d = data_of(df, tos, size)
+        assert len(d) == 20000
+        assert d.seq.is_unique
+        assert set(d.status.astype(str)) <= {"complete", "evicted", "inflight"}
+        assert (d.status == "complete").mean() > 0.99
+    counters = df.attrs["counters"]["counters"]
+    assert counters["rb_fail"] == 0 and counters["race"] == 0
+    assert counters["xdp_pkts"] - counters["xdp_nonip"] - counters["xdp_truncated"] == \
+        len(df) + counters["local"]
+
+
+def drop_reason(name):
+    """enum skb_drop_reason value on the running kernel (from its BTF)"""
+    from conftest import ROOT
+    text = open(f"{ROOT}/build/vmlinux.h").read()
+    return int(re.search(rf"SKB_DROP_REASON_{name} = (\d+),", text).group(1))
+
+
+def qdisc_stats(dev="r-rx"):
+    out = json.loads(ns("router", "tc", "-s", "-j", "qdisc", "show", "dev", dev).stdout)
+    root = [q for q in out if q.get("root")][0]
+    return root
+
+
+def test_tbf_output_queue_delay_and_drops(testbed, recorder):
+    rate = 20e6
+    testbed.up("--mode", "inline", "--shape", "tbf:20mbit:30kb")
+    testbed.spawn("receiver", "iperf3", "-s", "-1")
+    time.sleep(0.5)
+    before = qdisc_stats()
+    rec = recorder()
+    client = testbed.spawn("sender1", "taskset", "-c", "0", "iperf3", "-c", RX4, "-u", "-b",
+                           "30M", "-l", "1000", "-t", "3", "-S", "4", "-w", "4M")
+    backlog = []
+    time.sleep(1.0)
+    for _ in range(15):  # the queue's own view while it is full
+        backlog.append(qdisc_stats()["backlog"])
+        time.sleep(0.1)
+    assert client.wait(timeout=60) == 0
+    time.sleep(1)
+    rec.stop()
+    after = qdisc_stats()
+    df = hopscope.load(rec.out)
+    data = data_of(df, 4, 1000)
+
+    expected = np.mean(backlog) * 8 / rate * 1e9
+    t = data.t1
+    steady = data[(t > t.min() + 1e9) & (t < t.min() + 2.5e9) & (data.status == "complete")]
+    measured = steady.d_oq.median()
+    assert abs(measured - expected) / expected < 0.10, (measured, expected, backlog[:5])
+
+    qdisc_drops = after["drops"] - before["drops"]
+    assert qdisc_drops > 100
+    dropped = df[(df.status == "dropped") & (df.drop_reason == drop_reason("QDISC_DROP"))]
+    assert len(dropped) == qdisc_drops
+    assert set(dropped.drop_stage.astype(str)) == {"t3"}
+    assert (data.status == "complete").sum() + len(dropped) >= len(data) - 1
+
+
+def test_sigkill_leaves_nothing_attached(testbed, recorder):
+    testbed.up()
+    rec = recorder()
+    assert hs_programs()
+    assert "xdp" in ns("router", "ip", "link", "show", "r-s1").stdout
+    rec.kill()
+    assert wait_for(lambda: not hs_programs(), timeout=10), hs_programs()
+    assert "xdp" not in ns("router", "ip", "link", "show", "r-s1").stdout
+
+
+def test_killed_run_keeps_its_flushed_records(testbed, recorder):
+    testbed.up("--mode", "inline")
+    testbed.spawn("receiver", "iperf3", "-s", "-1")
+    time.sleep(0.3)
+    rec = recorder()
+    ns("sender1", "iperf3", "-c", RX4, "-u", "-b", "5M", "-l", "64", "-k", "3000", "-S", "4")
+    time.sleep(2.5)  # at least one flush after the traffic
+    rec.kill()
+    df = hopscope.load(rec.out)
+    assert df.attrs["trailer"] is None
+    assert (data_of(df, 4, 64).status == "complete").sum() == 3000
+
+
+def test_user_errors_are_clear(testbed, tmp_path):
+    testbed.up()
+    out = str(tmp_path / "x.hsr")
+    hs = ["build/hopscope", "record"]
+    cases = [
+        (hs + ["--netns", PREFIX + "router", "--in", "nope0", "--out", "r-rx", "-o", out], 1,
+         "no interface 'nope0'"),
+        (hs + ["--netns", "no-such-ns", "--in", "r-s1", "--out", "r-rx", "-o", out], 1,
+         "no network namespace 'no-such-ns'"),
+        (hs + ["--in", "r-s1", "-o", out], 2, "--in, --out and --output are required"),
+        (hs + ["--in", "a", "--out", "b", "-o", out, "--slots", "1000"], 2, "power of 2"),
+        (hs + ["--in", "a", "--out", "b", "-o", out, "--stages", "t9"], 2, "--stages"),
+        (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+          "build/hopscope", "record", "--in", "a", "--out", "b", "-o", out], 1, "needs root"),
+    ]
+    from conftest import ROOT
+    for cmd, code, msg in cases:
+        r = sh(*cmd, check=False, cwd=ROOT)
+        assert r.returncode == code, (cmd, r.returncode, r.stderr)
+        assert msg in r.stderr, (cmd, r.stderr)
