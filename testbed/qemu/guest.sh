@@ -1,0 +1,297 @@
+#!/bin/busybox sh
+# /init of the QEMU guest (busybox sh): builds the router namespaces, loads
+# hopscope.ko, checks its records against known traffic, unloads it under
+# traffic, and ends with one line the host parses:
+#   RESULT kernel=RELEASE pass=N fail=N skip=N
+# Each check prints "CHECK name ok|FAIL|SKIP detail".
+#
+#   sender1                    router                        receiver
+#   s1-eth0 198.18.1.2 --- r-s1 198.18.1.1 | r-rx 198.18.3.1 --- rx-eth0 198.18.3.2
+#           2001:2:0:1::2       2001:2:0:1::1 | 2001:2:0:3::1        2001:2:0:3::2
+# RPS moves the router's receive processing on r-s1 to CPU1, so t0 (netif_rx,
+# sender's CPU) and t1 (netif_receive_skb, CPU1) are on different CPUs.
+
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+if [ $$ = 1 ]; then
+	# as init: set up, run the tests in a child shell (a shell error there
+	# must not kill init), power off whatever happens
+	/bin/busybox --install -s
+	mount -t proc proc /proc
+	mount -t sysfs sys /sys
+	mount -t devtmpfs dev /dev
+	mount -t tmpfs tmp /tmp
+	mount -t tmpfs run /run
+	mount -t debugfs debug /sys/kernel/debug 2>/dev/null
+	mkdir -p /run/netns /var
+	ln -s /run /var/run
+	exec >/dev/console 2>&1
+	sh /init tests
+	echo "guest: the test script ended with status $?"
+	poweroff -f
+fi
+
+# busybox ip has no netns: always the host's
+ip() { /usr/sbin/ip "$@"; }
+in_ns() { ns=$1; shift; /usr/sbin/ip netns exec "$ns" "$@"; }
+
+pass=0 fail=0 skip=0
+expect() {	# CHECK-NAME DETAIL TEST-ARGS...
+	_check=$1 _detail=$2
+	shift 2
+	if [ "$@" ]; then
+		pass=$((pass + 1)); echo "CHECK $_check ok $_detail"
+	else
+		fail=$((fail + 1)); echo "CHECK $_check FAIL $_detail"
+	fi
+}
+skipped() { skip=$((skip + 1)); echo "CHECK $1 SKIP $2"; }
+val() {	# SUMMARY-LINE KEY: the number, -1 when missing
+	_v=$(echo " $1 " | sed -n "s/.* $2=\([0-9]*\) .*/\1/p")
+	echo "${_v:--1}"
+}
+wait_file() {	# up to 30 s
+	i=0
+	while [ ! -e "$1" ] && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done
+	[ -e "$1" ]
+}
+tx_packets() { in_ns router cat /sys/class/net/r-rx/statistics/tx_packets; }
+meminfo() { sed -n "s/^$1: *\([0-9]*\) kB/\1/p" /proc/meminfo; }
+
+topology() {
+	ip netns add sender1 && ip netns add router && ip netns add receiver || return 1
+	ip -n router link add r-s1 address 02:00:00:00:01:01 type veth \
+		peer name s1-eth0 address 02:00:00:00:01:02 netns sender1 || return 1
+	ip -n router link add r-rx address 02:00:00:00:03:01 type veth \
+		peer name rx-eth0 address 02:00:00:00:03:02 netns receiver || return 1
+	for spec in "sender1 s1-eth0 r-s1 1" "receiver rx-eth0 r-rx 3"; do
+		set -- $spec
+		ip -n "$1" link set lo up
+		ip -n "$1" addr add 198.18.$4.2/24 dev "$2"
+		ip -n "$1" addr add 2001:2:0:$4::2/64 dev "$2" nodad
+		ip -n "$1" link set "$2" up
+		ip -n "$1" route add default via 198.18.$4.1
+		ip -n "$1" -6 route add default via 2001:2:0:$4::1
+		ip -n "$1" neigh replace 198.18.$4.1 lladdr 02:00:00:00:0$4:01 dev "$2" nud permanent
+		ip -n "$1" neigh replace 2001:2:0:$4::1 lladdr 02:00:00:00:0$4:01 dev "$2" nud permanent
+		ip -n router addr add 198.18.$4.1/24 dev "$3"
+		ip -n router addr add 2001:2:0:$4::1/64 dev "$3" nodad
+		ip -n router link set "$3" up
+		ip -n router neigh replace 198.18.$4.2 lladdr 02:00:00:00:0$4:02 dev "$3" nud permanent
+		ip -n router neigh replace 2001:2:0:$4::2 lladdr 02:00:00:00:0$4:02 dev "$3" nud permanent
+	done
+	ip -n router link set lo up
+	ip -n router route add unreachable 198.18.9.0/24
+	in_ns router sh -c 'echo 1 > /proc/sys/net/ipv4/conf/all/forwarding &&
+		echo 1 > /proc/sys/net/ipv6/conf/all/forwarding &&
+		echo 2 > /sys/class/net/r-s1/queues/rx-0/rps_cpus'
+}
+
+# reader NAME ARGS...: start hs_reader in the router, wait until it records
+reader() {
+	name=$1
+	shift
+	rm -f /tmp/$name.ready
+	in_ns router hs_reader --in r-s1 --out r-rx --ready /tmp/$name.ready "$@" \
+		>/tmp/$name.out 2>/tmp/$name.err &
+	rpid=$!
+	wait_file /tmp/$name.ready || { echo "reader $name did not start:"; cat /tmp/$name.err; }
+}
+# reader_stop: SIGINT, wait, leave its two summary lines in $hsread and $hscount
+reader_stop() {
+	kill -INT $rpid 2>/dev/null
+	wait $rpid
+	rrc=$?
+	hsread=$(grep '^HSREAD' /tmp/$name.out)
+	hscount=$(grep '^HSCOUNT' /tmp/$name.out)
+	echo "  $name (rc $rrc): $hsread"
+	echo "  $hscount"
+	[ -s /tmp/$name.err ] && sed 's/^/  stderr: /' /tmp/$name.err
+}
+send() { in_ns sender1 hs_udp send "$@" | sed -n 's/^sent //p'; }
+
+test_forwarding() {
+	reader basic --stages t0,t_fwd,t_tceg
+	rc=0
+	in_ns router timeout 10 hs_reader --in r-s1 --out r-rx >/dev/null 2>&1 || rc=$?
+	expect exclusive_open "second open while recording: rc $rc (4 = busy)" $rc -eq 4
+	tx0=$(tx_packets)
+	s4=$(send 198.18.3.2 9000 3000 64 4)
+	s6=$(send 2001:2:0:3::2 9000 1000 64 5)
+	sleep 1
+	tx1=$(tx_packets)
+	reader_stop
+	complete=$(val "$hsread" complete)
+	forwarded=$((tx1 - tx0 - $(val "$hscount" out_nometa)))
+	expect sent "sent v4 $s4 v6 $s6" "$s4" = 3000 -a "$s6" = 1000
+	expect one_record_per_packet "complete $complete, sent 4000" "$complete" = 4000
+	expect matches_router_tx "complete $complete, r-rx forwarded $forwarded" "$complete" = "$forwarded"
+	expect ipv6 "v6 records $(val "$hsread" v6)" "$(val "$hsread" v6)" = 1000
+	expect delays_nonnegative "records with a stage missing or out of order: $(val "$hsread" bad_order)" \
+		"$(val "$hsread" bad_order)" = 0
+	expect unique_seq "duplicate seq $(val "$hsread" dup_seq)" "$(val "$hsread" dup_seq)" = 0
+	expect nothing_lost "dropped $(val "$hsread" dropped) evicted $(val "$hsread" evicted) rb_fail $(val "$hscount" rb_fail)" \
+		"$(val "$hsread" dropped)$(val "$hsread" evicted)$(val "$hscount" rb_fail)" = 000
+	expect counters_agree "counter complete $(val "$hscount" complete), out_pkts $(val "$hscount" out_pkts)" \
+		"$(val "$hscount" complete)" = 4000 -a "$(val "$hscount" out_pkts)" = 4000
+}
+
+test_drops() {
+	reader drops
+	s=$(send 198.18.9.1 9000 500)
+	sleep 1
+	reader_stop
+	expect drops_recorded "sent $s to an unreachable route: dropped $(val "$hsread" dropped), at t2 $(val "$hsread" drop_t2)" \
+		"$(val "$hsread" dropped)" = 500 -a "$(val "$hsread" drop_t2)" = 500 -a "$(val "$hsread" complete)" = 0
+}
+
+test_eviction() {
+	reader evict --slots 8 --no-drops
+	s=$(send 198.18.9.1 9000 300)
+	sleep 1
+	reader_stop
+	ev=$(val "$hsread" evicted) inf=$(val "$hsread" inflight)
+	expect eviction_bounded "16 slots, 300 packets never completed: evicted $ev + in flight $inf" \
+		$((ev + inf)) -eq 300 -a "$inf" -le 16 -a "$(val "$hscount" evicted)" = "$ev"
+}
+
+test_ring_full() {
+	reader ringfull --ring 64 --hold 6
+	s=$(send 198.18.3.2 9000 1000)
+	sleep 2
+	reader_stop
+	expect ring_loss_counted "64-record queue not read: records $(val "$hsread" complete), rb_fail $(val "$hscount" rb_fail), complete $(val "$hscount" complete)" \
+		"$(val "$hsread" complete)" = 64 -a "$(val "$hscount" rb_fail)" = 936 -a \
+		"$(val "$hscount" rb_fail_complete)" = 936 -a "$(val "$hscount" complete)" = 1000
+}
+
+test_privileges() {
+	rc=0
+	in_ns router timeout 10 hs_reader --in r-s1 --out r-rx --as-uid 65534 >/dev/null 2>&1 || rc=$?
+	expect refuses_user "open as uid 65534: rc $rc (3 = refused)" $rc -eq 3
+	rc=0
+	in_ns router timeout 10 hs_reader --in r-s1 --out r-rx --drop-cap >/dev/null 2>&1 || rc=$?
+	expect refuses_no_cap "open as root without CAP_NET_ADMIN: rc $rc" $rc -eq 3
+}
+
+test_netns_gone() {
+	ip netns add tmpr
+	ip -n tmpr link add tmp-a type veth peer name tmp-b
+	rm -f /tmp/gone.ready
+	hs_reader --netns tmpr --in tmp-a --out tmp-b --ready /tmp/gone.ready >/tmp/gone.out 2>&1 &
+	rpid=$!
+	wait_file /tmp/gone.ready
+	ip netns del tmpr
+	i=0
+	while ! dmesg | grep -q 'namespace went away' && [ $i -lt 100 ]; do usleep 100000; i=$((i + 1)); done
+	kill -INT $rpid
+	wait $rpid
+	rc=$?
+	expect netns_deleted_while_recording "pernet exit seen: $(dmesg | grep -c 'namespace went away'), reader rc $rc" \
+		"$(dmesg | grep -c 'namespace went away')" -ge 1 -a $rc -eq 0
+}
+
+test_unload_under_traffic() {
+	in_ns sender1 hs_udp send 198.18.3.2 9000 0 >/tmp/flood.out &
+	fpid=$!
+	sleep 1
+	reader loadA
+	sleep 2
+	reader_stop
+	expect stop_under_traffic "records $(val "$hsread" records), bad $(val "$hsread" bad_order), dup $(val "$hsread" dup_seq)" \
+		"$(val "$hsread" complete)" -gt 0 -a "$(val "$hsread" bad_order)" = 0 -a "$(val "$hsread" dup_seq)" = 0
+	reader loadB
+	sleep 1
+	kill -KILL $rpid
+	wait $rpid
+	rmmod hopscope
+	rc1=$?
+	insmod /lib/hs/hopscope.ko
+	reader loadC --stages t0,t_fwd,t_tceg
+	sleep 1
+	kill -KILL $rpid
+	wait $rpid
+	rmmod hopscope
+	rc2=$?
+	kill -TERM $fpid
+	wait $fpid
+	expect unload_under_traffic "rmmod rc $rc1 $rc2 while sending ($(cat /tmp/flood.out))" \
+		$rc1 -eq 0 -a $rc2 -eq 0 -a ! -e /sys/module/hopscope
+}
+
+# the lead's CLI, when the harness put it in: same traffic through both backends
+test_cli() {
+	if [ ! -x /bin/hopscope ]; then
+		skipped cli "build/hopscope not in this guest"
+		return
+	fi
+	insmod /lib/hs/hopscope.ko
+	# where the kernel has the BPF netfilter link, both backends side by side;
+	# elsewhere --backend auto must fall back to the module
+	if grep -q ' bpf_nf_link_attach$' /proc/kallsyms; then
+		backends="kmod ebpf"
+	else
+		backends=auto
+	fi
+	for be in $backends; do
+		hopscope record --backend $be -n router -i r-s1 -O r-rx -q -o /tmp/$be.hsr \
+			2>/tmp/cli-$be.err &
+		eval pid_$be=$!
+	done
+	sleep 3
+	s=$(send 198.18.3.2 9000 2000)
+	sleep 1
+	for be in $backends; do
+		eval kill -INT \$pid_$be
+		eval wait \$pid_$be
+		c=$(sed -n 's/.*records .*complete \([0-9]*\).*/\1/p' /tmp/cli-$be.err | tail -n 1)
+		eval c_$be=$c
+		expect cli_$be "hopscope record --backend $be: complete $c of $s" "$c" = 2000
+		[ "$c" = 2000 ] || sed 's/^/  stderr: /' /tmp/cli-$be.err
+	done
+	if [ "$backends" = "kmod ebpf" ]; then
+		expect backends_agree "kmod $c_kmod, ebpf $c_ebpf" "$c_kmod" = "$c_ebpf"
+	else
+		picked=$(grep -c 'using the kernel module backend' /tmp/cli-auto.err)
+		expect auto_picks_kmod "no BPF netfilter link: auto said so $picked time(s)" "$picked" -ge 1
+		skipped backends_agree "no BPF netfilter link on this kernel"
+	fi
+	rmmod hopscope
+}
+
+echo "GUEST kernel $(uname -r)"
+insmod /lib/hs/veth.ko
+topology || echo "topology failed"
+vm0=$(meminfo VmallocUsed) pc0=$(meminfo Percpu)
+insmod /lib/hs/hopscope.ko
+expect loaded "$(dmesg | grep 'hopscope: ready' | tail -n 1)" -c /dev/hopscope
+expect device_mode "$(ls -l /dev/hopscope | cut -c1-10)" "$(ls -l /dev/hopscope | cut -c1-10)" = "crw-------"
+in_ns receiver hs_udp sink 9000 >/tmp/sink.out &
+sinkpid=$!
+test_forwarding
+test_drops
+test_eviction
+test_ring_full
+test_privileges
+test_netns_gone
+test_unload_under_traffic
+test_cli
+kill -TERM $sinkpid
+wait $sinkpid
+
+if [ -e /sys/kernel/debug/kmemleak ]; then
+	echo scan > /sys/kernel/debug/kmemleak
+	leaks=$(grep -c unreferenced /sys/kernel/debug/kmemleak)
+	expect kmemleak "unreferenced objects: $leaks" "$leaks" = 0
+else
+	skipped kmemleak "this kernel has no kmemleak"
+fi
+vm1=$(meminfo VmallocUsed) pc1=$(meminfo Percpu)
+echo "  memory: VmallocUsed ${vm0} -> ${vm1} kB, Percpu ${pc0} -> ${pc1} kB"
+expect percpu_freed "Percpu ${pc0} -> ${pc1} kB after the last unload" "$pc1" -le "$pc0"
+bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|RIP:|refcount_t|list_(add|del) corruption|stall|kmemleak|hopscope: .*error')
+expect dmesg_clean "$(echo "$bad" | grep -c .) bad lines" -z "$bad"
+if [ $fail -gt 0 ]; then
+	echo "---- dmesg (tail) ----"
+	dmesg | tail -n 60
+fi
+echo "RESULT kernel=$(uname -r) pass=$pass fail=$fail skip=$skip"

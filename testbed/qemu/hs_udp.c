@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The QEMU guest's traffic: a UDP sender that sends an exact number of
+ * datagrams (or until killed), and a sink that counts them. Static, no
+ * dependencies: busybox has neither.
+ *   hs_udp send DST PORT COUNT [SIZE [TOS]]   COUNT 0: until SIGTERM
+ *   hs_udp sink PORT                          counts until SIGTERM
+ * Each prints one line: "sent N" / "received N".
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS]] | hs_udp sink PORT\n");
+	return 2;
+}
+
+static int do_send(int argc, char **argv)
+{
+	struct sockaddr_storage ss = {};
+	struct sockaddr_in *v4 = (struct sockaddr_in *)&ss;
+	struct sockaddr_in6 *v6 = (struct sockaddr_in6 *)&ss;
+	unsigned long count = strtoul(argv[4], NULL, 0), sent = 0;
+	int port = atoi(argv[3]), size = argc > 5 ? atoi(argv[5]) : 64;
+	int tos = argc > 6 ? atoi(argv[6]) : 0, fd, fam;
+	socklen_t len;
+	char buf[1500] = {};
+
+	if (size < 8 || size > (int)sizeof(buf))
+		return usage();
+	if (inet_pton(AF_INET, argv[2], &v4->sin_addr) == 1) {
+		fam = AF_INET;
+		v4->sin_family = AF_INET;
+		v4->sin_port = htons(port);
+		len = sizeof(*v4);
+	} else if (inet_pton(AF_INET6, argv[2], &v6->sin6_addr) == 1) {
+		fam = AF_INET6;
+		v6->sin6_family = AF_INET6;
+		v6->sin6_port = htons(port);
+		len = sizeof(*v6);
+	} else {
+		fprintf(stderr, "hs_udp: bad address %s\n", argv[2]);
+		return 2;
+	}
+	fd = socket(fam, SOCK_DGRAM, 0);
+	if (fd < 0 ||
+	    (fam == AF_INET && setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos))) ||
+	    (fam == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos)))) {
+		perror("hs_udp: socket");
+		return 1;
+	}
+	/* unconnected: an ICMP error must not fail the next send */
+	while (!stop && (!count || sent < count)) {
+		uint64_t seq = sent;
+
+		memcpy(buf, &seq, sizeof(seq));
+		if (sendto(fd, buf, size, 0, (struct sockaddr *)&ss, len) == size) {
+			sent++;
+		} else if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
+			struct timespec ts = { 0, 100000 };
+
+			nanosleep(&ts, NULL);
+		} else {
+			perror("hs_udp: sendto");
+			return 1;
+		}
+	}
+	printf("sent %lu\n", sent);
+	return 0;
+}
+
+static int do_sink(char **argv)
+{
+	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons(atoi(argv[2])) };
+	int fd = socket(AF_INET6, SOCK_DGRAM, 0), off = 0, big = 8 << 20;
+	unsigned long n = 0;
+	char buf[2048];
+
+	if (fd < 0 || setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)) ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		perror("hs_udp: sink");
+		return 1;
+	}
+	while (!stop)
+		if (recv(fd, buf, sizeof(buf), 0) >= 0)
+			n++;
+	printf("received %lu\n", n);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct sigaction sa = { .sa_handler = on_signal };
+
+	/* no SA_RESTART: a signal ends a blocking recv */
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc >= 5 && !strcmp(argv[1], "send"))
+		return do_send(argc, argv);
+	if (argc == 3 && !strcmp(argv[1], "sink"))
+		return do_sink(argv);
+	return usage();
+}

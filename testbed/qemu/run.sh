@@ -1,0 +1,98 @@
+#!/bin/sh
+# usage: testbed/qemu/run.sh [SERIES...]      SERIES: 6.1 6.12 (default: both)
+# The kernel module's test: for each Debian kernel series whose headers are
+# installed (scripts/install-deps.sh), build kmod/ against the headers, fetch
+# the matching kernel image, boot it in QEMU (TCG: this host's KVM cannot
+# boot a stock kernel) with a minimal initramfs that runs guest.sh, and read
+# its CHECK and RESULT lines from the serial console.
+# Work files and the console log go to build/qemu/RELEASE/ (HS_QEMU_DIR).
+# Exit: 0 every kernel passed, 1 a check failed, 77 QEMU or headers missing.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+work=${HS_QEMU_DIR:-$top/build/qemu}
+limit=${HS_QEMU_TIMEOUT:-300}	# seconds per guest
+cli=${HS_CLI:-$top/build/hopscope}
+CC=${CC:-gcc}
+CFLAGS="-O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11"
+
+command -v qemu-system-x86_64 >/dev/null || { echo "kmod-qemu: qemu-system-x86_64 missing (scripts/install-deps.sh)"; exit 77; }
+[ -x /bin/busybox ] || { echo "kmod-qemu: busybox-static missing (scripts/install-deps.sh)"; exit 77; }
+
+headers() {	# newest plain amd64 headers of a series: 6.1 -> /usr/src/linux-headers-6.1.0-N-amd64
+	ls -d /usr/src/linux-headers-"$1".*-amd64 2>/dev/null | sort -V | tail -n 1
+}
+
+build_tools() {
+	mkdir -p "$work/tools"
+	$CC $CFLAGS -static -o "$work/tools/hs_udp" "$here/hs_udp.c"
+	$CC $CFLAGS -static -I"$top/include" -I"$top/userspace" -o "$work/tools/hs_reader" \
+		"$here/hs_reader.c" "$top/userspace/backend_kmod.c" "$top/userspace/json.c"
+}
+
+build_module() {	# KDIR DIR: a copy of the sources per kernel, so builds never mix
+	rm -rf "$2/src"
+	mkdir -p "$2/src/kmod"
+	cp "$top"/kmod/Kbuild "$top"/kmod/*.c "$top"/kmod/*.h "$2/src/kmod/"
+	cp -r "$top/include" "$2/src/include"
+	make -s -C "$1" M="$2/src/kmod" modules >"$2/build.log" 2>&1 || {
+		cat "$2/build.log"
+		return 1
+	}
+	if grep -qi 'warning' "$2/build.log"; then
+		cat "$2/build.log"
+		return 1
+	fi
+}
+
+run_series() {
+	kdir=$(headers "$1")
+	if [ -z "$kdir" ]; then
+		echo "kmod-qemu: $1: no /usr/src/linux-headers-$1.*-amd64 (scripts/install-deps.sh)"
+		return 77
+	fi
+	rel=${kdir#/usr/src/linux-headers-}
+	dir=$work/$rel
+	mkdir -p "$dir"
+	t0=$(date +%s)
+	"$here/fetch-kernel.sh" "$rel" "$dir" || return 1
+	build_module "$kdir" "$dir" || { echo "kmod-qemu: $rel: module build failed"; return 1; }
+	bins="$work/tools/hs_reader $work/tools/hs_udp"
+	[ -x "$cli" ] && bins="$bins $cli"
+	# shellcheck disable=SC2086
+	"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/guest.sh" "$dir/veth.ko" \
+		"$dir/src/kmod/hopscope.ko" -- $bins
+	t1=$(date +%s)
+	timeout "$limit" qemu-system-x86_64 -accel tcg -cpu max -m 1024 -smp 2 -nographic \
+		-no-reboot -nic none -nodefaults -serial stdio -kernel "$dir/vmlinuz" \
+		-initrd "$dir/initrd.gz" -append 'console=ttyS0 panic=-1 quiet rdinit=/init' \
+		</dev/null >"$dir/console.log" 2>&1 || true
+	t2=$(date +%s)
+	tr -d '\r' <"$dir/console.log" >"$dir/console.txt"
+	sed -n 's/^CHECK /  /p' "$dir/console.txt"
+	result=$(grep '^RESULT ' "$dir/console.txt" || true)
+	echo "kmod-qemu: $rel: ${result:-no RESULT line (guest hung or crashed, see $dir/console.txt)}" \
+		"(prepare $((t1 - t0)) s, guest $((t2 - t1)) s)"
+	case $result in
+	*" fail=0 "*) ;;
+	*)
+		[ -n "$result" ] || tail -n 40 "$dir/console.txt"
+		return 1
+		;;
+	esac
+	if grep -qE 'Kernel panic|Oops|BUG:' "$dir/console.txt"; then
+		echo "kmod-qemu: $rel: the console shows a kernel error"
+		return 1
+	fi
+}
+
+build_tools
+status=0
+for series in ${@:-6.1 6.12}; do
+	rc=0
+	run_series "$series" || rc=$?
+	[ $rc -eq 0 ] && continue
+	[ $rc -eq 77 ] && [ $status -eq 0 ] && status=77
+	[ $rc -ne 77 ] && status=1
+done
+exit $status

@@ -1,0 +1,675 @@
+#!/bin/bash
+# hopscope's router testbed: four network namespaces in the shape of the
+# paper's Fig. 3, two senders -> router -> receiver, joined by veth pairs.
+# testbed/README.md has the drawing, which CPU does what in each mode, and why.
+set -euo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=lib.sh source-path=SCRIPTDIR
+. "$here/lib.sh"
+
+SINK_OBJ=${HS_SINK_OBJ:-$(dirname "$here")/build/sink.bpf.o}
+BUF_BYTES=33554432	# 32 MiB: the receiver's socket buffers
+DEFAULT_LIMIT=1000p	# shaper queue, like txqueuelen and netdev_max_backlog
+FRAME=1514		# a full Ethernet frame at MTU 1500, for the shaper's burst
+PING_WAIT=10		# seconds up waits for end-to-end ping
+
+# host role, host interface, router interface, subnet number
+LINKS=("sender1 s1-eth0 r-s1 1" "sender2 s2-eth0 r-s2 2" "receiver rx-eth0 r-rx 3")
+ROLES=(sender1 sender2 router receiver)
+
+usage() {
+	cat <<EOF
+usage: ${0##*/} COMMAND [options]
+
+Commands:
+  up [options]  build the testbed; if it is already up with the same options, say so
+  down          remove it: namespaces (and processes left in them), state file
+  status        show it; exits non-zero unless it is fully up
+  cpu ROLE      CPU list to pin ROLE (sender, router, receiver) to, for taskset -c
+  sink          packets and bytes the receiver's XDP sink has dropped so far
+  help          this text
+
+Options for up:
+  --mode rps|inline|napi   where the router's receive processing runs (default rps)
+        rps     RPS on r-s1 and r-s2 to the last CPU, senders on CPU0: the router
+                has its own CPU and a real input queue (the backlog) forms
+        inline  no RPS: forwarding runs on the sending CPU, as veth does by default
+        napi    threaded NAPI on r-s1 and r-s2, its threads pinned to the last CPU
+                at SCHED_FIFO: the high-rate alternative (queue = veth's ring)
+  --shape none|tbf:RATE[:LIMIT]|htb:RATE[:LIMIT]
+                qdisc on the router's output r-rx (default none: veth's noqueue,
+                so no output queue forms). RATE as tc writes it (20mbit, 1gbit,
+                10mbps); LIMIT in packets (100p) or bytes (64kb, 30000b);
+                default $DEFAULT_LIMIT
+  --sink        attach the sink (HS_SINK_OBJ) as generic XDP on rx-eth0: the
+                receiver drops UDP data and counts it (make build/sink.bpf.o)
+
+Environment:
+  HS_PREFIX     prefix of the namespace names (default empty); give each
+                testbed its own (hst1-, hst2-) to run several at once
+  HS_STATE_DIR  where the state file goes (default /run/hopscope)
+  HS_SINK_OBJ   the sink object (default build/sink.bpf.o)
+
+Examples:
+  testbed/testbed.sh up --mode rps --shape tbf:20mbit --sink
+  ip netns exec sender1 taskset -c "\$(testbed/testbed.sh cpu sender)" \\
+      iperf3 -c 198.18.3.2 -u -b 0 -l 64 -t 5
+  testbed/testbed.sh sink
+  HS_PREFIX=hst1- testbed/testbed.sh down
+EOF
+}
+
+say() {
+	echo "testbed${HS_PREFIX:+ $HS_PREFIX}: $*"
+}
+
+# ---- option parsing: no side effects, every mistake named -------------------
+
+# "20mbit" -> bytes per second; fails on what is not a tc rate
+rate_bytes() {
+	local num mult
+	[[ $1 =~ ^([0-9]+)(k|m|g|t|ki|mi|gi|ti)?(bit|bps)$ ]] || return 1
+	num=$((10#${BASH_REMATCH[1]}))
+	case ${BASH_REMATCH[2]} in
+	'') mult=1 ;;
+	k) mult=1000 ;;
+	m) mult=1000000 ;;
+	g) mult=1000000000 ;;
+	t) mult=1000000000000 ;;
+	ki) mult=1024 ;;
+	mi) mult=1048576 ;;
+	gi) mult=1073741824 ;;
+	ti) mult=1099511627776 ;;
+	esac
+	if [ "${BASH_REMATCH[3]}" = bit ]; then
+		echo $((num * mult / 8))
+	else
+		echo $((num * mult))
+	fi
+}
+
+# "100p" -> "pfifo 100", "64kb" -> "bfifo 65536"
+limit_leaf() {
+	local n
+	if [[ $1 =~ ^([0-9]+)p$ ]]; then
+		n=$((10#${BASH_REMATCH[1]}))
+		[ "$n" -ge 1 ] || return 1
+		echo "pfifo $n"
+	elif [[ $1 =~ ^([0-9]+)(b|kb|mb)?$ ]]; then
+		n=$((10#${BASH_REMATCH[1]}))
+		case ${BASH_REMATCH[2]} in
+		kb) n=$((n * 1024)) ;;
+		mb) n=$((n * 1048576)) ;;
+		esac
+		[ "$n" -ge "$FRAME" ] || return 1
+		echo "bfifo $n"
+	else
+		return 1
+	fi
+}
+
+# Checks --shape and sets SHAPE (canonical, default limit filled in)
+parse_shape() {
+	local kind rate limit rest
+	if [ "$1" = none ]; then
+		SHAPE=none
+		return
+	fi
+	IFS=: read -r kind rate limit rest <<<"$1"
+	case $kind in
+	tbf | htb) ;;
+	*) hs_die "--shape '$1': expected none, tbf:RATE[:LIMIT] or htb:RATE[:LIMIT]" ;;
+	esac
+	[ -z "$rest" ] || hs_die "--shape '$1': too many ':' fields"
+	local bps
+	bps=$(rate_bytes "$rate") ||
+		hs_die "--shape '$1': rate '$rate' is not a tc rate such as 20mbit, 1gbit or 10mbps"
+	[ "$bps" -gt 0 ] || hs_die "--shape '$1': rate '$rate' must be above zero"
+	limit=${limit:-$DEFAULT_LIMIT}
+	limit_leaf "$limit" >/dev/null ||
+		hs_die "--shape '$1': limit '$limit' must be packets (100p) or bytes of at least one frame, $FRAME (64kb, 30000b)"
+	SHAPE=$kind:$rate:$limit
+}
+
+parse_up_options() {
+	MODE=rps SHAPE=none SINK=0
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--mode)
+			[ $# -ge 2 ] || hs_die "--mode needs a value: rps, inline or napi"
+			case $2 in
+			rps | inline | napi) MODE=$2 ;;
+			*) hs_die "--mode '$2': expected rps, inline or napi" ;;
+			esac
+			shift 2
+			;;
+		--shape)
+			[ $# -ge 2 ] || hs_die "--shape needs a value: none, tbf:RATE[:LIMIT] or htb:RATE[:LIMIT]"
+			parse_shape "$2"
+			shift 2
+			;;
+		--sink)
+			SINK=1
+			shift
+			;;
+		*) hs_die "up: unknown option '$1' (see ${0##*/} help)" ;;
+		esac
+	done
+	OPTIONS="--mode $MODE --shape $SHAPE"
+	[ "$SINK" = 0 ] || OPTIONS+=" --sink"
+}
+
+# ---- what the testbed is made of ---------------------------------------------
+
+check_prefix() {
+	[[ $HS_PREFIX =~ ^[A-Za-z0-9_.-]{0,20}$ ]] ||
+		hs_die "HS_PREFIX '$HS_PREFIX': use at most 20 letters, digits, '.', '_' or '-'"
+}
+
+ns_of() {
+	hs_ns "$1"
+}
+
+# sysfs takes a CPU mask in comma-separated 32-bit hex groups
+cpu_mask() {
+	local mask i
+	mask=$(printf '%x' $((1 << ($1 % 32))))
+	for ((i = 0; i < $1 / 32; i++)); do
+		mask+=,00000000
+	done
+	echo "$mask"
+}
+
+mask_value() {
+	local m=${1//,/}
+	m=${m#"${m%%[!0]*}"}
+	echo "${m:-0}"
+}
+
+# Which CPU each role runs on: sets CPU_SENDER, CPU_ROUTER, CPU_RECEIVER.
+# With two CPUs the receiver shares the router's (FINDINGS: A router with its
+# own CPU); with more it gets CPU1 to itself.
+plan_cpus() {
+	local n last
+	n=$(nproc)
+	last=$((n - 1))
+	if [ "$MODE" != inline ] && [ "$n" -lt 2 ]; then
+		hs_die "--mode $MODE gives the router its own CPU, but this machine has $n; use --mode inline"
+	fi
+	CPU_SENDER=0
+	CPU_RECEIVER=$((n >= 3 ? 1 : last))
+	if [ "$MODE" = inline ]; then
+		CPU_ROUTER=0
+	else
+		CPU_ROUTER=$last
+	fi
+}
+
+sys_write() {	# NS PATH VALUE
+	printf '%s\n' "$3" | hs_in_sys "$1" tee "$2" >/dev/null
+}
+
+sys_read() {	# NS PATH
+	hs_in_sys "$1" cat "$2"
+}
+
+# ---- up -----------------------------------------------------------------------
+
+make_namespaces() {
+	local role ns
+	for role in "${ROLES[@]}"; do
+		ns=$(ns_of "$role")
+		ip netns add "$ns"
+		# no DAD: IPv6 addresses usable at once; new interfaces copy 'default'
+		hs_in "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+		ip -n "$ns" link set lo up
+	done
+	hs_in "$(ns_of router)" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+}
+
+# one veth pair, made inside the namespaces: its names never touch the root's
+make_link() {	# host-role host-if router-if subnet
+	local host rt hmac rmac a4 a6
+	host=$(ns_of "$1") rt=$(ns_of router)
+	hmac=02:00:c6:12:0$4:02 rmac=02:00:c6:12:0$4:01
+	a4=198.18.$4 a6=2001:2:0:$4:
+	ip -n "$rt" link add "$3" address "$rmac" type veth peer name "$2" address "$hmac" netns "$host"
+	ip -n "$rt" addr add "$a4.1/24" dev "$3"
+	ip -n "$rt" addr add "$a6:1/64" dev "$3" nodad
+	ip -n "$host" addr add "$a4.2/24" dev "$2"
+	ip -n "$host" addr add "$a6:2/64" dev "$2" nodad
+	# senders segment like a NIC: one skb per packet on the wire, not 64 KB
+	# TSO/GSO blocks that a real router would never see as one
+	[ "$1" = receiver ] || hs_in "$host" ethtool -K "$2" tso off gso off >/dev/null
+	ip -n "$rt" link set "$3" up
+	ip -n "$host" link set "$2" up
+	ip -n "$host" route add default via "$a4.1"
+	ip -n "$host" -6 route add default via "$a6:1"
+	# static neighbours: no ARP or ND in the traces, nothing to resolve first
+	ip -n "$host" neigh replace "$a4.1" lladdr "$rmac" dev "$2" nud permanent
+	ip -n "$host" neigh replace "$a6:1" lladdr "$rmac" dev "$2" nud permanent
+	ip -n "$rt" neigh replace "$a4.2" lladdr "$hmac" dev "$3" nud permanent
+	ip -n "$rt" neigh replace "$a6:2" lladdr "$hmac" dev "$3" nud permanent
+}
+
+# Router output straight into the receiver's veth NAPI rather than the
+# backlog its input uses ("rpsq" in FINDINGS).
+receiver_on_napi() {
+	hs_in "$(ns_of receiver)" ethtool -K rx-eth0 gro on
+	hs_in "$(ns_of router)" ethtool -K r-rx tso off
+}
+
+napi_threads() {	# pids of every testbed's router-input NAPI threads
+	pgrep -d ' ' '^napi/r-s[12]-' || true
+}
+
+set_mode() {
+	local rt ifc pid before new=()
+	rt=$(ns_of router)
+	case $MODE in
+	inline) ;;
+	rps)
+		for ifc in r-s1 r-s2; do
+			sys_write "$rt" "/sys/class/net/$ifc/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
+		done
+		receiver_on_napi
+		;;
+	napi)
+		# GRO on turns on veth's NAPI without an XDP program (a tracer's
+		# native XDP keeps it on); gro_max_size 0 stops GRO from merging
+		# forwarded TCP segments into one skb (measured: 17402 frames in,
+		# 1159 skbs forwarded without it), so the router handles packets
+		before=" $(napi_threads) "
+		for ifc in r-s1 r-s2; do
+			ip -n "$rt" link set dev "$ifc" gro_max_size 0
+			hs_in "$rt" ethtool -K "$ifc" gro on
+			sys_write "$rt" "/sys/class/net/$ifc/threaded" 1
+		done
+		for pid in $(napi_threads); do
+			[[ $before == *" $pid "* ]] || new+=("$pid")
+		done
+		[ "${#new[@]}" = 2 ] ||
+			hs_die "threaded NAPI on r-s1/r-s2 made ${#new[@]} kernel threads, expected 2"
+		for pid in "${new[@]}"; do
+			taskset -pc "$CPU_ROUTER" "$pid" >/dev/null
+			chrt -f -p 50 "$pid"
+		done
+		NAPI_PIDS=${new[*]}
+		receiver_on_napi
+		;;
+	esac
+}
+
+set_shape() {
+	local kind rate limit rt bps burst
+	[ "$SHAPE" != none ] || return 0
+	IFS=: read -r kind rate limit <<<"$SHAPE"
+	rt=$(ns_of router)
+	bps=$(rate_bytes "$rate")
+	# 1 ms worth of tokens, and never less than two full frames
+	burst=$((bps / 1000 > 2 * FRAME ? bps / 1000 : 2 * FRAME))
+	if [ "$kind" = tbf ]; then
+		# tbf needs a limit of its own; the leaf below replaces its queue
+		tc -n "$rt" qdisc add dev r-rx root handle 1: tbf rate "$rate" burst "$burst" limit "$((burst * 2))"
+	else
+		tc -n "$rt" qdisc add dev r-rx root handle 1: htb default 1
+		tc -n "$rt" class add dev r-rx parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
+			burst "$burst" cburst "$burst" quantum "$FRAME"
+	fi
+	# shellcheck disable=SC2046 # "pfifo N" / "bfifo N" are two words on purpose
+	tc -n "$rt" qdisc add dev r-rx parent 1:1 handle 10: $(limit_leaf "$limit" | sed 's/ / limit /')
+}
+
+attach_sink() {
+	[ "$SINK" = 1 ] || return 0
+	ip -n "$(ns_of receiver)" link set dev rx-eth0 xdpgeneric obj "$SINK_OBJ" sec xdp ||
+		hs_die "--sink: could not attach $SINK_OBJ on rx-eth0 (rebuild it: make build/sink.bpf.o)"
+}
+
+# The receiver's socket buffers: rmem_default (what D-ITG gets) and rmem_max
+# (the cap on SO_RCVBUF, iperf3 -w), 32 MiB so bursts never overflow them.
+# Set in the receiver's namespace where the kernel lets it; on 6.18 a child
+# namespace only sees the root's values, read-only, so they are raised
+# machine-wide while any testbed is up, and restored by the last one down.
+BUF_SYSCTLS=(rmem_max rmem_default)
+SAVED_SYSCTLS=$HS_STATE_DIR/sysctl-saved
+
+set_buffers() {
+	local rx key cur
+	rx=$(ns_of receiver)
+	if hs_in "$rx" test -w /proc/sys/net/core/rmem_max; then
+		for key in "${BUF_SYSCTLS[@]}"; do
+			hs_in "$rx" sysctl -qw "net.core.$key=$BUF_BYTES"
+		done
+		BUF_SCOPE=namespace
+		return
+	fi
+	BUF_SCOPE=global
+	for key in "${BUF_SYSCTLS[@]}"; do
+		cur=$(cat "/proc/sys/net/core/$key")
+		[ "$cur" -lt "$BUF_BYTES" ] || continue
+		grep -q "^$key " "$SAVED_SYSCTLS" 2>/dev/null || echo "$key $cur" >>"$SAVED_SYSCTLS"
+		echo "$BUF_BYTES" >"/proc/sys/net/core/$key"
+		say "raised net.core.$key from $cur to $BUF_BYTES (global; restored by the last testbed down)"
+	done
+}
+
+# Run after this testbed's state file is gone: restores what set_buffers
+# raised once no testbed is left up, unless someone changed it since.
+restore_buffers() {
+	local key orig cur
+	[ -e "$SAVED_SYSCTLS" ] || return 0
+	! compgen -G "$HS_STATE_DIR/testbed-*.env" >/dev/null || return 0
+	while read -r key orig; do
+		cur=$(cat "/proc/sys/net/core/$key")
+		if [ "$cur" = "$BUF_BYTES" ]; then
+			echo "$orig" >"/proc/sys/net/core/$key"
+			say "restored net.core.$key to $orig"
+		else
+			echo "${0##*/}: warning: net.core.$key was changed to $cur while testbeds were up; left as it is" >&2
+		fi
+	done <"$SAVED_SYSCTLS"
+	rm -f "$SAVED_SYSCTLS"
+}
+
+link_up() {	# NS IF: carrier and operstate UP
+	local line
+	line=$(ip -n "$1" -br link show dev "$2" 2>/dev/null) || return 1
+	read -r _ line _ <<<"$line"
+	[ "$line" = UP ]
+}
+
+links_up() {
+	local l role host_if rt_if
+	for l in "${LINKS[@]}"; do
+		read -r role host_if rt_if _ <<<"$l"
+		link_up "$(ns_of "$role")" "$host_if" && link_up "$(ns_of router)" "$rt_if" || return 1
+	done
+}
+
+ping_ok() {	# from-role address
+	hs_in "$(ns_of "$1")" ping -c1 -W1 -q "$2"
+}
+
+wait_end_to_end() {
+	local from addr
+	# operstate follows carrier within a second (linkwatch)
+	hs_wait_for "$PING_WAIT" links_up || hs_die "the veth links did not come up within ${PING_WAIT}s"
+	for from in sender1 sender2; do
+		for addr in 198.18.3.2 2001:2:0:3::2; do
+			hs_wait_for "$PING_WAIT" ping_ok "$from" "$addr" ||
+				hs_die "ping from $from to $addr through the router did not work within ${PING_WAIT}s"
+		done
+	done
+}
+
+write_state() {
+	local f tmp rt
+	f=$(hs_state_file)
+	tmp=$f.tmp
+	rt=$(ns_of router)
+	{
+		echo "# written by testbed.sh up; hs_state_load (testbed/lib.sh) reads it"
+		printf 'HS_TB_%s=%q\n' \
+			PREFIX "$HS_PREFIX" \
+			OPTIONS "$OPTIONS" \
+			MODE "$MODE" \
+			SHAPE "$SHAPE" \
+			SINK "$SINK" \
+			NS_SENDER1 "$(ns_of sender1)" \
+			NS_SENDER2 "$(ns_of sender2)" \
+			NS_ROUTER "$rt" \
+			NS_RECEIVER "$(ns_of receiver)" \
+			ROUTER_NETNS_INODE "$(stat -L -c %i "/run/netns/$rt")" \
+			ROUTER_IN "r-s1 r-s2" \
+			ROUTER_OUT r-rx \
+			S1_IF s1-eth0 S2_IF s2-eth0 RX_IF rx-eth0 \
+			S1_ADDR4 198.18.1.2 S1_ADDR6 2001:2:0:1::2 \
+			S2_ADDR4 198.18.2.2 S2_ADDR6 2001:2:0:2::2 \
+			RX_ADDR4 198.18.3.2 RX_ADDR6 2001:2:0:3::2 \
+			CPU_SENDER "$CPU_SENDER" \
+			CPU_ROUTER "$CPU_ROUTER" \
+			CPU_RECEIVER "$CPU_RECEIVER" \
+			NAPI_PIDS "${NAPI_PIDS:-}" \
+			RCVBUF_BYTES "$BUF_BYTES" \
+			RCVBUF_SCOPE "$BUF_SCOPE"
+	} >"$tmp"
+	mv "$tmp" "$f"
+}
+
+cmd_up() {
+	local role l leftovers=()
+	parse_up_options "$@"
+	plan_cpus
+	command -v ethtool >/dev/null || hs_die "ethtool not found: run scripts/install-deps.sh"
+	if [ "$SINK" = 1 ] && [ ! -r "$SINK_OBJ" ]; then
+		hs_die "--sink: $SINK_OBJ not found; build it with: make build/sink.bpf.o"
+	fi
+	if hs_state_load; then
+		[ "$HS_TB_OPTIONS" = "$OPTIONS" ] ||
+			hs_die "already up with '$HS_TB_OPTIONS', not '$OPTIONS': run ${0##*/} down first"
+		problems >/dev/null ||
+			hs_die "up with '$OPTIONS' but not healthy (see ${0##*/} status): run ${0##*/} down first"
+		say "already up with $OPTIONS"
+		return 0
+	fi
+	for role in "${ROLES[@]}"; do
+		! hs_ns_exists "$(ns_of "$role")" || leftovers+=("$(ns_of "$role")")
+	done
+	[ "${#leftovers[@]}" = 0 ] ||
+		hs_die "namespaces ${leftovers[*]} exist but no testbed state: run ${0##*/} down first"
+
+	hs_cleanup_push teardown
+	make_namespaces
+	for l in "${LINKS[@]}"; do
+		# shellcheck disable=SC2086 # four words
+		make_link $l
+	done
+	set_buffers
+	set_mode
+	set_shape
+	attach_sink
+	wait_end_to_end
+	write_state
+	hs_cleanup_clear
+	say "up: $OPTIONS; CPUs: sender $CPU_SENDER, router $CPU_ROUTER, receiver $CPU_RECEIVER"
+}
+
+# ---- down ---------------------------------------------------------------------
+
+no_processes() {
+	[ -z "$(ip netns pids "$1" 2>/dev/null)" ]
+}
+
+# Stops what still runs in NS (a left-over iperf3 keeps the namespace and its
+# veths alive after the name is gone).
+stop_processes() {
+	local ns=$1 pids n
+	pids=$(ip netns pids "$ns" 2>/dev/null | tr '\n' ' ')
+	[ -n "${pids// /}" ] || return 0
+	n=$(wc -w <<<"$pids")
+	# shellcheck disable=SC2086
+	kill $pids 2>/dev/null || true
+	hs_wait_for 2 no_processes "$ns" || {
+		# shellcheck disable=SC2086
+		kill -KILL $pids 2>/dev/null || true
+	}
+	say "stopped $n process(es) left in $ns"
+}
+
+teardown() {
+	local i ns removed=0
+	for ((i = ${#ROLES[@]} - 1; i >= 0; i--)); do
+		ns=$(ns_of "${ROLES[i]}")
+		hs_ns_exists "$ns" || continue
+		stop_processes "$ns"
+		ip netns del "$ns"
+		removed=$((removed + 1))
+	done
+	rm -f "$(hs_state_file)"
+	restore_buffers
+	REMOVED=$removed
+}
+
+cmd_down() {
+	[ $# = 0 ] || hs_die "down takes no options"
+	teardown
+	if [ "$REMOVED" = 0 ]; then
+		say "down: nothing to remove"
+	else
+		say "down: removed $REMOVED namespaces"
+	fi
+}
+
+# ---- status -------------------------------------------------------------------
+
+# Prints what is wrong, one line each; fails if anything is.
+problems() {
+	local role ns rt l host_if rt_if ifc key pid want got n=0
+	rt=$HS_TB_NS_ROUTER
+	for role in "${ROLES[@]}"; do
+		ns=$(ns_of "$role")
+		hs_ns_exists "$ns" || { echo "namespace $ns missing"; n=$((n + 1)); }
+	done
+	[ "$n" = 0 ] || return 1
+	for l in "${LINKS[@]}"; do
+		read -r role host_if rt_if _ <<<"$l"
+		link_up "$(ns_of "$role")" "$host_if" ||
+			{ echo "$host_if in $(ns_of "$role") is not up"; n=$((n + 1)); }
+		link_up "$rt" "$rt_if" || { echo "$rt_if in $rt is not up"; n=$((n + 1)); }
+	done
+	[ "$(hs_in "$rt" sysctl -n net.ipv4.ip_forward)" = 1 ] || { echo "IPv4 forwarding off"; n=$((n + 1)); }
+	[ "$(hs_in "$rt" sysctl -n net.ipv6.conf.all.forwarding)" = 1 ] || { echo "IPv6 forwarding off"; n=$((n + 1)); }
+	for ifc in r-s1 r-s2; do
+		want=0
+		[ "$HS_TB_MODE" != rps ] || want=$(mask_value "$(cpu_mask "$HS_TB_CPU_ROUTER")")
+		got=$(mask_value "$(sys_read "$rt" "/sys/class/net/$ifc/queues/rx-0/rps_cpus")")
+		[ "$got" = "$want" ] || { echo "rps_cpus on $ifc is $got, want $want"; n=$((n + 1)); }
+		want=0
+		[ "$HS_TB_MODE" != napi ] || want=1
+		got=$(sys_read "$rt" "/sys/class/net/$ifc/threaded")
+		[ "$got" = "$want" ] || { echo "threaded NAPI on $ifc is $got, want $want"; n=$((n + 1)); }
+		[ "$HS_TB_MODE" != napi ] || [[ $(ip -n "$rt" -d link show dev "$ifc") == *"gro_max_size 0 "* ]] ||
+			{ echo "GRO on $ifc may merge packets (gro_max_size not 0)"; n=$((n + 1)); }
+	done
+	for pid in $HS_TB_NAPI_PIDS; do
+		got=$(taskset -pc "$pid" 2>/dev/null | sed 's/.*: //')
+		[ "$got" = "$HS_TB_CPU_ROUTER" ] ||
+			{ echo "NAPI thread $pid is not pinned to CPU $HS_TB_CPU_ROUTER (${got:-gone})"; n=$((n + 1)); }
+	done
+	if [ "$HS_TB_SHAPE" != none ]; then
+		got=$(tc -n "$rt" qdisc show dev r-rx)
+		[[ $got == "qdisc ${HS_TB_SHAPE%%:*} 1: root"* ]] ||
+			{ echo "no ${HS_TB_SHAPE%%:*} qdisc on r-rx"; n=$((n + 1)); }
+	fi
+	if [ "$HS_TB_SINK" = 1 ]; then
+		got=$(ip -n "$HS_TB_NS_RECEIVER" link show dev rx-eth0)
+		[[ $got == *"prog/xdp id "*" name xdp_sink "* ]] ||
+			{ echo "sink not attached on rx-eth0"; n=$((n + 1)); }
+	fi
+	for key in "${BUF_SYSCTLS[@]}"; do
+		got=$(hs_in "$HS_TB_NS_RECEIVER" cat "/proc/sys/net/core/$key")
+		[ "$got" -ge "$HS_TB_RCVBUF_BYTES" ] ||
+			{ echo "receiver's net.core.$key is $got, want $HS_TB_RCVBUF_BYTES"; n=$((n + 1)); }
+	done
+	ping_ok sender1 "$HS_TB_RX_ADDR4" >/dev/null 2>&1 || { echo "IPv4 ping sender1 -> receiver fails"; n=$((n + 1)); }
+	ping_ok sender1 "$HS_TB_RX_ADDR6" >/dev/null 2>&1 || { echo "IPv6 ping sender1 -> receiver fails"; n=$((n + 1)); }
+	[ "$n" = 0 ]
+}
+
+show_namespace() {
+	local ns=$1 ifc
+	echo "== $ns"
+	ip -n "$ns" -br addr show | sed 's/^/  /'
+	tc -n "$ns" qdisc show | grep -v '^qdisc noqueue' | sed 's/^/  /' || true
+	ip -n "$ns" -o link show | awk '/prog\/xdp/ {
+		sub(/[@:].*/, "", $2); match($0, /prog\/xdp id [0-9]+ name [^ ]+/)
+		print "  " $2 ": " $6 " " substr($0, RSTART, RLENGTH) }'
+	for ifc in r-s1 r-s2; do
+		[ "$ns" = "$HS_TB_NS_ROUTER" ] || continue
+		echo "  $ifc: rps_cpus $(sys_read "$ns" "/sys/class/net/$ifc/queues/rx-0/rps_cpus")," \
+			"threaded NAPI $(sys_read "$ns" "/sys/class/net/$ifc/threaded")"
+	done
+}
+
+cmd_status() {
+	local role ns found=()
+	[ $# = 0 ] || hs_die "status takes no options"
+	if ! hs_state_load; then
+		for role in "${ROLES[@]}"; do
+			! hs_ns_exists "$(ns_of "$role")" || found+=("$(ns_of "$role")")
+		done
+		say "not up${found[*]:+ (left-over namespaces: ${found[*]}; run ${0##*/} down)}"
+		return 1
+	fi
+	say "$HS_TB_OPTIONS"
+	echo "CPUs: sender $HS_TB_CPU_SENDER, router $HS_TB_CPU_ROUTER, receiver $HS_TB_CPU_RECEIVER;" \
+		"router netns inode $HS_TB_ROUTER_NETNS_INODE; state $(hs_state_file)"
+	echo "receiver socket buffers ($HS_TB_RCVBUF_SCOPE):" \
+		"rmem_default $(hs_in "$HS_TB_NS_RECEIVER" cat /proc/sys/net/core/rmem_default)," \
+		"rmem_max $(hs_in "$HS_TB_NS_RECEIVER" cat /proc/sys/net/core/rmem_max);" \
+		"netdev_max_backlog (global, the router's input queue) $(cat /proc/sys/net/core/netdev_max_backlog)"
+	for role in "${ROLES[@]}"; do
+		ns=$(ns_of "$role")
+		if hs_ns_exists "$ns"; then show_namespace "$ns"; else echo "== $ns: missing"; fi
+	done
+	local out
+	if out=$(problems); then
+		say "fully up"
+	else
+		printf '%s\n' "$out" | sed 's/^/problem: /'
+		say "NOT fully up: run ${0##*/} down, then up"
+		return 1
+	fi
+}
+
+# ---- cpu, sink ----------------------------------------------------------------
+
+cmd_cpu() {
+	[ $# = 1 ] || hs_die "usage: ${0##*/} cpu sender|router|receiver"
+	hs_state_load || hs_die "the testbed is not up: run ${0##*/} up"
+	case $1 in
+	sender) echo "$HS_TB_CPU_SENDER" ;;
+	router) echo "$HS_TB_CPU_ROUTER" ;;
+	receiver) echo "$HS_TB_CPU_RECEIVER" ;;
+	*) hs_die "cpu '$1': expected sender, router or receiver" ;;
+	esac
+}
+
+cmd_sink() {
+	local prog map
+	[ $# = 0 ] || hs_die "sink takes no options"
+	hs_state_load || hs_die "the testbed is not up: run ${0##*/} up --sink"
+	[ "$HS_TB_SINK" = 1 ] || hs_die "the testbed is up without --sink"
+	prog=$(ip -n "$HS_TB_NS_RECEIVER" -j -d link show dev rx-eth0 | jq -r '.[0].xdp.prog.id // empty')
+	[ -n "$prog" ] || hs_die "no XDP program on rx-eth0 in $HS_TB_NS_RECEIVER"
+	map=$(bpftool -j prog show id "$prog" | jq -r '.map_ids[0] // empty')
+	[ -n "$map" ] || hs_die "the sink program $prog has no map"
+	bpftool -j map dump id "$map" |
+		jq -r '.[0].formatted.values | "packets \(map(.value.packets) | add) bytes \(map(.value.bytes) | add)"'
+}
+
+main() {
+	local cmd=${1:-}
+	[ $# = 0 ] || shift
+	check_prefix
+	case $cmd in
+	up | down)
+		[ "$(id -u)" = 0 ] || hs_die "$cmd: must run as root"
+		mkdir -p "$HS_STATE_DIR"
+		# one up or down at a time on this machine (napi mode spots its
+		# threads by what appeared; state files must not be half-written)
+		exec 9<"$HS_STATE_DIR"
+		flock 9
+		hs_cleanup_on_exit
+		"cmd_$cmd" "$@"
+		;;
+	status | cpu | sink) "cmd_$cmd" "$@" ;;
+	help | -h | --help) usage ;;
+	'') usage >&2; exit 1 ;;
+	*) hs_die "unknown command '$cmd' (see ${0##*/} help)" ;;
+	esac
+}
+
+main "$@"

@@ -1,0 +1,340 @@
+"""hopscope.load: every column against what synth.py wrote, and every way a file
+can be damaged: truncated, killed, corrupt, not a record file at all."""
+import ipaddress
+import os
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hopscope
+from hopscope import format as fmt
+from hopscope.synth import write_synthetic
+
+N = 20_000
+CHUNK = 4096
+
+
+@pytest.fixture
+def quiet():
+    """Any warning is a test failure inside this fixture's tests."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        yield
+
+
+def _synth(tmp_path, name="run.hsr", **kw):
+    kw.setdefault("chunk_records", CHUNK)
+    return write_synthetic(tmp_path / name, kw.pop("n", N), **kw)
+
+
+def _address(family, raw):
+    raw = bytes(raw)
+    return str(ipaddress.ip_address(raw if family == 6 else raw[:4]))
+
+
+def _patch(path, offset, data):
+    with open(path, "r+b") as f:
+        f.seek(offset)
+        f.write(data)
+
+
+def _replace_header_json(path, text):
+    """Overwrite the header JSON, padded to the length the file header gives."""
+    head = np.frombuffer(Path(path).read_bytes()[:fmt.FILE_HEADER_SIZE], fmt.FILE_HEADER_DTYPE)
+    _patch(path, fmt.FILE_HEADER_SIZE, text.ljust(int(head[0]["header_bytes"])))
+
+
+def _records_before(s, chunk_index):
+    """Records in the RECORDS chunks that come before chunk chunk_index."""
+    return sum(min(CHUNK, len(s.records) - CHUNK * i)
+               for i, t in enumerate(t for t in s.chunk_types[:chunk_index]
+                                     if t == fmt.CHUNK_RECORDS))
+
+
+def _nth_chunk(s, ctype, nth):
+    return [i for i, t in enumerate(s.chunk_types) if t == ctype][nth]
+
+
+# ---- a whole file ----
+
+def test_columns_equal_what_was_written(tmp_path, quiet):
+    s = _synth(tmp_path)
+    r = s.records
+    df = hopscope.load(s.path)
+    assert len(df) == N
+    for t in ("t1", "t2", "t3", "t4", "seq", "key", "drop_reason", "flags", "tos", "proto",
+              "sport", "dport", "flow", "in_ifindex", "out_ifindex", "cpu_in", "cpu_out",
+              "ip_len"):
+        np.testing.assert_array_equal(df[t].to_numpy(), r[t], err_msg=t)
+    assert "t0" not in df and "d_rxq" not in df and "d_qdisc" not in df
+    assert list(df["status"]) == [fmt.STATUS_NAMES[v - 1] for v in r["status"]]
+    dropped = r["status"] == fmt.STATUS["dropped"]
+    assert dropped.sum() > 0
+    stage = df["drop_stage"]
+    assert stage[~dropped].isna().all()
+    assert list(stage[dropped]) == [fmt.STAGE_NAMES[v] for v in r["drop_stage"][dropped]]
+    np.testing.assert_array_equal(df["dscp"], r["tos"] >> 2)
+    np.testing.assert_array_equal(df["family"], np.where(r["flags"] & fmt.F_IPV6, 6, 4))
+    assert (df["family"] == 6).any()
+    assert list(df["src"]) == [_address(f, a) for f, a in zip(df["family"], r["saddr"])]
+    assert list(df["dst"]) == [_address(f, a) for f, a in zip(df["family"], r["daddr"])]
+    names = {i["ifindex"]: i["name"] for i in s.header["interfaces"]}
+    assert list(df["in_if"]) == [names[i] for i in r["in_ifindex"]]
+    out = df["out_if"]
+    assert out[r["out_ifindex"] == 0].isna().all()
+    assert set(out.dropna()) == {"r-rx"}
+    assert set(df["tos"]) == {4, 5}
+
+
+def test_dtypes(tmp_path, quiet):
+    df = hopscope.load(_synth(tmp_path, n=100).path)
+    expected = {
+        "t1": "int64", "t2": "int64", "t3": "int64", "t4": "int64",
+        "d_iq": "float64", "d_p": "float64", "d_oq": "float64", "transit": "float64",
+        "drop_reason": "uint32", "flags": "uint8", "tos": "uint8", "dscp": "uint8",
+        "proto": "uint8", "family": "uint8", "sport": "uint16", "dport": "uint16",
+        "flow": "uint32", "in_ifindex": "uint32", "out_ifindex": "uint32",
+        "cpu_in": "uint16", "cpu_out": "uint16", "ip_len": "uint16", "key": "uint32",
+        "seq": "uint64",
+    }
+    assert {c: str(df[c].dtype) for c in expected} == expected
+    for c in ("status", "drop_stage", "src", "dst", "in_if", "out_if"):
+        assert isinstance(df[c].dtype, pd.CategoricalDtype), c
+    assert list(df["status"].cat.categories) == list(fmt.STATUS_NAMES)
+    assert list(df["drop_stage"].cat.categories) == list(fmt.STAGE_NAMES)
+
+
+def test_delays_exact_and_nan_where_a_stage_is_missing(tmp_path, quiet):
+    s = _synth(tmp_path)
+    r = s.records
+    df = hopscope.load(s.path)
+    for name, later, earlier in (("d_iq", "t2", "t1"), ("d_p", "t3", "t2"),
+                                 ("d_oq", "t4", "t3"), ("transit", "t4", "t1")):
+        seen = (r[later] > 0) & (r[earlier] > 0)
+        assert (~seen).any() and seen.any()
+        got = df[name].to_numpy()
+        np.testing.assert_array_equal(got[seen], (r[later] - r[earlier])[seen], err_msg=name)
+        assert np.isnan(got[~seen]).all(), name
+        assert (got[seen] > 0).all()
+
+
+def test_delays_exact_beyond_float_precision_of_the_timestamps(tmp_path, quiet):
+    """After 104 days of uptime t no longer fits a float64 exactly; delays still must."""
+    s = _synth(tmp_path, n=1000)
+    big = np.int64(2**62)
+    for off, ctype in zip(s.chunk_offsets, s.chunk_types):
+        if ctype == fmt.CHUNK_RECORDS:
+            count = int(np.memmap(s.path, fmt.CHUNK_DTYPE, "r", off, 1)[0]["count"])
+            recs = np.memmap(s.path, fmt.RECORD_DTYPE, "r+", off + fmt.CHUNK_HEADER_SIZE, count)
+            for t in ("t1", "t2", "t3", "t4"):
+                recs[t] = np.where(recs[t] > 0, recs[t] + big, 0)
+            recs.flush()
+            del recs
+    df = hopscope.load(s.path)
+    r = s.records
+    seen = (r["t3"] > 0) & (r["t2"] > 0)
+    np.testing.assert_array_equal(df["d_p"].to_numpy()[seen], (r["t3"] - r["t2"])[seen])
+    assert df["t1"].iloc[0] == r["t1"][0] + big
+
+
+def test_optional_stages_give_their_columns(tmp_path, quiet):
+    s = _synth(tmp_path, stages=["t0", "t_tceg"])
+    r = s.records
+    df = hopscope.load(s.path)
+    assert [c for c in df.columns if c.startswith("t")][:6] == \
+        ["t0", "t1", "t2", "t3", "t_tceg", "t4"]
+    assert "t_tcin" not in df and "t_fwd" not in df
+    for name, later, earlier in (("d_rxq", "t1", "t0"), ("d_opath", "t_tceg", "t3"),
+                                 ("d_qdisc", "t4", "t_tceg")):
+        seen = (r[later] > 0) & (r[earlier] > 0)
+        got = df[name].to_numpy()
+        np.testing.assert_array_equal(got[seen], (r[later] - r[earlier])[seen])
+        assert np.isnan(got[~seen]).all()
+
+
+def test_attrs(tmp_path, quiet):
+    s = _synth(tmp_path)
+    df = hopscope.load(s.path)
+    a = df.attrs
+    assert a["header"] == s.header
+    assert a["trailer"]["stop_reason"] == "count"
+    assert a["counters"] == a["trailer"]
+    assert a["trailer"]["userspace"]["records_written"] == N
+    assert a["truncated"] is False
+    assert a["path"] == s.path
+    assert a["problems"] == []
+
+
+def test_empty_recording(tmp_path, quiet):
+    df = hopscope.load(_synth(tmp_path, n=0).path)
+    assert len(df) == 0 and "d_iq" in df and "src" in df
+    assert df.attrs["truncated"] is False
+
+
+def test_verify_passes_on_an_intact_file(tmp_path, quiet):
+    df = hopscope.load(_synth(tmp_path).path, verify=True, strict=True)
+    assert len(df) == N
+
+
+def test_header_without_optional_keys(tmp_path, quiet):
+    """Only the binary header is required; the JSON may hold nothing but {}."""
+    s = _synth(tmp_path, n=500)
+    _replace_header_json(s.path, b"{}")
+    df = hopscope.load(s.path)
+    assert df.attrs["header"] == {}
+    assert len(df) == 500 and df["in_if"].isna().all()
+    assert df["src"].notna().all()
+
+
+# ---- damaged files: keep what is whole, say where it stops ----
+
+def test_killed_run_without_end_chunk(tmp_path):
+    s = _synth(tmp_path, end=False)
+    with pytest.warns(hopscope.RecordFileWarning, match="no END chunk"):
+        df = hopscope.load(s.path)
+    assert len(df) == N
+    assert df.attrs["truncated"] is True
+    assert df.attrs["trailer"] is None
+    assert df.attrs["counters"]["userspace"]["records_written"] == N  # last snapshot
+    with pytest.raises(hopscope.RecordFileError, match="no END chunk"):
+        hopscope.load(s.path, strict=True)
+
+
+def test_truncated_inside_a_records_chunk(tmp_path):
+    s = _synth(tmp_path)
+    k = _nth_chunk(s, fmt.CHUNK_RECORDS, 2)
+    cut = s.chunk_offsets[k] + fmt.CHUNK_HEADER_SIZE + 1000
+    size = (tmp_path / "run.hsr").stat().st_size
+    s = _synth(tmp_path, truncate_bytes=size - cut)
+    with pytest.warns(hopscope.RecordFileWarning) as w:
+        df = hopscope.load(s.path)
+    msg = str(w[0].message)
+    assert f"chunk {k} (RECORDS, {CHUNK} records) at byte {s.chunk_offsets[k]}" in msg
+    assert f"bytes 0..{s.chunk_offsets[k]} of {cut}" in msg
+    assert len(df) == 2 * CHUNK == _records_before(s, k)
+    np.testing.assert_array_equal(df["key"], s.records["key"][:2 * CHUNK])
+    assert df.attrs["truncated"] is True and df.attrs["trailer"] is None
+    with pytest.raises(hopscope.RecordFileError, match=f"at byte {s.chunk_offsets[k]}"):
+        hopscope.load(s.path, strict=True)
+
+
+def test_truncated_inside_a_chunk_header(tmp_path):
+    s = _synth(tmp_path)
+    k = _nth_chunk(s, fmt.CHUNK_RECORDS, 3)
+    size = (tmp_path / "run.hsr").stat().st_size
+    s = _synth(tmp_path, truncate_bytes=size - s.chunk_offsets[k] - 10)
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"10 bytes into the chunk header at byte {s.chunk_offsets[k]}"):
+        df = hopscope.load(s.path)
+    assert len(df) == 3 * CHUNK
+
+
+def test_corrupt_chunk_magic(tmp_path):
+    probe = _synth(tmp_path)
+    k = _nth_chunk(probe, fmt.CHUNK_RECORDS, 1)
+    s = _synth(tmp_path, corrupt_chunk=k)
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"no chunk header at byte {s.chunk_offsets[k]}.*damaged"):
+        df = hopscope.load(s.path)
+    assert len(df) == CHUNK
+    assert df.attrs["truncated"] is True
+    with pytest.raises(hopscope.RecordFileError):
+        hopscope.load(s.path, strict=True)
+
+
+def test_chunk_size_inconsistent_with_count(tmp_path):
+    s = _synth(tmp_path)
+    k = _nth_chunk(s, fmt.CHUNK_RECORDS, 2)
+    _patch(s.path, s.chunk_offsets[k] + 8, np.uint32(CHUNK + 1).tobytes())  # count
+    with pytest.warns(hopscope.RecordFileWarning, match="chunk header damaged"):
+        df = hopscope.load(s.path)
+    assert len(df) == 2 * CHUNK
+
+
+def test_crc_checked_only_when_asked(tmp_path):
+    probe = _synth(tmp_path)
+    k = _nth_chunk(probe, fmt.CHUNK_RECORDS, 1)
+    s = _synth(tmp_path, bad_crc_chunk=k)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert len(hopscope.load(s.path)) == N  # not checked by default
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"chunk {k} .* at byte {s.chunk_offsets[k]}: CRC mismatch"):
+        df = hopscope.load(s.path, verify=True)
+    assert len(df) == N - CHUNK  # the bad chunk is left out, the rest kept
+    np.testing.assert_array_equal(df["key"][:CHUNK], s.records["key"][:CHUNK])
+    np.testing.assert_array_equal(df["key"][CHUNK:], s.records["key"][2 * CHUNK:])
+    with pytest.raises(hopscope.RecordFileError, match="CRC mismatch"):
+        hopscope.load(s.path, verify=True, strict=True)
+
+
+def test_trailer_count_disagrees_with_the_file(tmp_path):
+    s = _synth(tmp_path)
+    data = Path(s.path).read_bytes()
+    at = data.index(f'"records_written": {N}'.encode(), s.chunk_offsets[-1])  # in END
+    _patch(s.path, at, f'"records_written": {N + 9999}'.encode())  # as many digits
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"END chunk says {N + 9999} records were written, "
+                            f"the file holds {N}"):
+        hopscope.load(s.path)
+
+
+def test_unknown_status_and_flow_values_are_counted(tmp_path):
+    s = _synth(tmp_path, n=100, chunk_records=100)
+    first = s.chunk_offsets[s.chunk_types.index(fmt.CHUNK_RECORDS)] + fmt.CHUNK_HEADER_SIZE
+    status_at = fmt.RECORD_DTYPE.fields["status"][1]
+    flow_at = fmt.RECORD_DTYPE.fields["flow"][1]
+    _patch(s.path, first + status_at, bytes([9]))
+    _patch(s.path, first + fmt.RECORD_SIZE + status_at, bytes([0]))
+    _patch(s.path, first + 2 * fmt.RECORD_SIZE + flow_at, np.uint32(77).tobytes())
+    with pytest.warns(hopscope.RecordFileWarning) as w:
+        df = hopscope.load(s.path)
+    msg = str(w[0].message)
+    assert "2 records have a status value this reader does not know" in msg
+    assert "1 records name a flow that is not in the FLOWS table" in msg
+    assert df["status"][:2].isna().all() and df["status"][2:].notna().all()
+    # the address still comes from the record itself
+    assert df["src"][2] == _address(4 if not s.records["flags"][2] & 1 else 6,
+                                    s.records["saddr"][2])
+    with pytest.raises(hopscope.RecordFileError, match="status value"):
+        hopscope.load(s.path, strict=True)
+
+
+def test_full_flow_table_takes_addresses_from_the_records(tmp_path, quiet):
+    s = _synth(tmp_path, max_flows=2, flows_per_sender=40)
+    r = s.records
+    assert (r["flow"] == fmt.FLOW_NONE).sum() > N / 2
+    df = hopscope.load(s.path)
+    assert list(df["src"]) == [_address(f, a) for f, a in zip(df["family"], r["saddr"])]
+    assert list(df["dst"]) == [_address(f, a) for f, a in zip(df["family"], r["daddr"])]
+
+
+# ---- not a usable record file at all ----
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda p: p.write_text("time,delay\n1,2\n"), "not a hopscope record file"),
+    (lambda p: p.write_bytes(b""), "empty file"),
+    (lambda p: p.write_bytes(b"HOPSCOPE\x01\x00"), "inside the 24-byte file header"),
+    (lambda p: _patch(p, 8, np.uint32(2).tobytes()), "format version 2"),
+    (lambda p: _patch(p, 12, np.uint32(128).tobytes()), "record size 128 bytes"),
+    (lambda p: _patch(p, 20, bytes([1, 2, 3, 4])), "big-endian"),
+    (lambda p: _patch(p, 20, bytes([9, 9, 9, 9])), "endian mark"),
+    (lambda p: _replace_header_json(p, b"not json"), "header JSON is not valid"),
+    (lambda p: _replace_header_json(p, b"[1, 2]"), "header JSON is not an object"),
+    (lambda p: _replace_header_json(p, b'{"format": "pcap"}'), "format 'pcap'"),
+    (lambda p: os.truncate(p, 100), "inside the .*header JSON"),
+])
+def test_not_a_usable_file(tmp_path, damage, message):
+    path = tmp_path / "bad.hsr"
+    write_synthetic(path, 100)
+    damage(path)
+    with pytest.raises(hopscope.RecordFileError, match=message):
+        hopscope.load(path)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(hopscope.RecordFileError, match="No such file"):
+        hopscope.load(tmp_path / "nothing.hsr")

@@ -1,0 +1,321 @@
+"""The network-namespace router testbed (testbed/testbed.sh, testbed/lib.sh)
+and the receiver's XDP sink (ebpf/sink.bpf.c), on real namespaces.
+
+Every testbed here uses HS_PREFIX=hst-tb- and is taken down by a fixture
+finalizer, whatever the test did.
+"""
+import json
+import os
+import shlex
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TESTBED = REPO / "testbed" / "testbed.sh"
+LIB = REPO / "testbed" / "lib.sh"
+PREFIX = "hst-tb-"
+ROLES = ("sender1", "sender2", "router", "receiver")
+STATE_DIR = Path(os.environ.get("HS_STATE_DIR", "/run/hopscope"))
+ENV = {**os.environ, "HS_PREFIX": PREFIX}
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
+
+
+def run(cmd, env=ENV, timeout=60):
+    return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def tb(*args, env=ENV):
+    """testbed.sh ARGS; fails the test if it exits non-zero."""
+    r = run([str(TESTBED), *args], env=env)
+    assert r.returncode == 0, f"testbed.sh {' '.join(args)} exited {r.returncode}:\n{r.stdout}{r.stderr}"
+    return r.stdout
+
+
+def our_namespaces():
+    out = run(["ip", "netns", "list"]).stdout
+    return {line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)}
+
+
+def in_ns(role, *cmd, timeout=30):
+    r = run(["nsenter", f"--net=/run/netns/{PREFIX}{role}", "--", *cmd], timeout=timeout)
+    assert r.returncode == 0, f"{cmd} in {role} exited {r.returncode}:\n{r.stdout}{r.stderr}"
+    return r.stdout
+
+
+def sys_read(role, path):
+    """A /sys file as role's namespace sees it (ip netns exec remounts /sys)."""
+    r = run(["ip", "netns", "exec", f"{PREFIX}{role}", "cat", path])
+    assert r.returncode == 0, r.stderr
+    return r.stdout.strip()
+
+
+def state():
+    values = {}
+    for line in (STATE_DIR / f"testbed-{PREFIX}.env").read_text().splitlines():
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            words = shlex.split(value)
+            values[key] = words[0] if words else ""
+    return values
+
+
+def sink_count():
+    words = tb("sink").split()
+    assert words[0] == "packets" and words[2] == "bytes", words
+    return int(words[1]), int(words[3])
+
+
+def snmp(role, path, proto, field):
+    """One counter of /proc/net/snmp (proto 'Udp') or snmp6 (field 'Udp6NoPorts')."""
+    text = in_ns(role, "cat", path)
+    if path.endswith("snmp6"):
+        return int(dict(line.split() for line in text.splitlines())[field])
+    rows = [line.split() for line in text.splitlines() if line.startswith(proto + ":")]
+    return int(dict(zip(rows[0][1:], rows[1][1:]))[field])
+
+
+def iperf3_udp(st, packets, rate):
+    """Sends `packets` 64-byte UDP datagrams sender1 -> receiver, each end
+    pinned where the mode says; returns (client, server) JSON reports."""
+    server = subprocess.Popen(
+        ["nsenter", f"--net=/run/netns/{st['HS_TB_NS_RECEIVER']}", "--",
+         "taskset", "-c", st["HS_TB_CPU_RECEIVER"],
+         "iperf3", "-s", "-1", "-J", "-B", st["HS_TB_RX_ADDR4"]],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.monotonic() + 5
+        while "5201" not in in_ns("receiver", "ss", "-Hltn"):
+            assert time.monotonic() < deadline, "iperf3 server did not start listening"
+            time.sleep(0.05)
+        client = in_ns("sender1", "taskset", "-c", st["HS_TB_CPU_SENDER"],
+                       "iperf3", "-c", st["HS_TB_RX_ADDR4"], "-u", "-l", "64",
+                       "-k", str(packets), "-b", rate, "-J")
+        out, err = server.communicate(timeout=15)
+        assert server.returncode == 0, err
+        return json.loads(client), json.loads(out)
+    finally:
+        if server.poll() is None:
+            server.kill()
+            server.wait()
+
+
+@pytest.fixture(scope="session")
+def sink_obj():
+    r = run(["make", "-s", "-C", str(REPO), "build/sink.bpf.o"], timeout=300)
+    assert r.returncode == 0, f"make build/sink.bpf.o failed:\n{r.stdout}{r.stderr}"
+    return REPO / "build" / "sink.bpf.o"
+
+
+def bed_up(*options):
+    """Fixture body: a testbed up with `options`, down afterwards even if the test failed."""
+    run([str(TESTBED), "down"])     # whatever an interrupted earlier run left
+    tb("up", *options)
+    try:
+        yield state()
+    finally:
+        down = run([str(TESTBED), "down"])
+        left = our_namespaces()
+        assert down.returncode == 0 and not left, f"down left {left}:\n{down.stdout}{down.stderr}"
+
+
+@pytest.fixture(scope="class")
+def rps_bed(sink_obj):
+    yield from bed_up("--mode", "rps", "--sink")
+
+
+@pytest.fixture(scope="class")
+def inline_bed():
+    yield from bed_up("--mode", "inline", "--shape", "tbf:10mbit:200p")
+
+
+@pytest.fixture
+def napi_bed():
+    yield from bed_up("--mode", "napi")
+
+
+def last_cpu_mask():
+    return format(1 << (os.cpu_count() - 1), "x")
+
+
+def mask(text):
+    return text.replace(",", "").lstrip("0") or "0"
+
+
+class TestRps:
+    def test_status_shows_a_full_testbed(self, rps_bed):
+        out = tb("status")
+        for role in ROLES:
+            assert f"== {PREFIX}{role}" in out
+        for want in ("198.18.1.1/24", "2001:2:0:3::2/64", "rps_cpus", "name xdp_sink", "fully up"):
+            assert want in out
+        assert rps_bed["HS_TB_OPTIONS"] == "--mode rps --shape none --sink"
+        inode = os.stat(f"/run/netns/{PREFIX}router").st_ino
+        assert rps_bed["HS_TB_ROUTER_NETNS_INODE"] == str(inode)
+
+    @pytest.mark.parametrize("sender", ["sender1", "sender2"])
+    @pytest.mark.parametrize("addr", ["198.18.3.2", "2001:2:0:3::2"])
+    def test_ping_through_the_router(self, rps_bed, sender, addr):
+        out = in_ns(sender, "ping", "-c", "2", "-i", "0.2", "-W", "1", addr)
+        assert "2 received" in out
+        assert "ttl=63" in out or "hlim=63" in out    # forwarded once, not answered by the router
+
+    def test_router_inputs_steered_to_the_last_cpu(self, rps_bed):
+        for ifc in ("r-s1", "r-s2"):
+            assert mask(sys_read("router", f"/sys/class/net/{ifc}/queues/rx-0/rps_cpus")) == last_cpu_mask()
+        assert rps_bed["HS_TB_CPU_SENDER"] == "0"
+        assert tb("cpu", "router").strip() == str(os.cpu_count() - 1)
+        assert "generic-receive-offload: on" in in_ns("receiver", "ethtool", "-k", "rx-eth0")
+
+    def test_1000_udp_packets_reach_the_sink(self, rps_bed):
+        before = sink_count()
+        client, _ = iperf3_udp(rps_bed, 1000, "10M")
+        assert client["end"]["sum"]["packets"] == 1000
+        packets, nbytes = sink_count()
+        assert packets - before[0] == 1000
+        assert nbytes - before[1] == 1000 * (14 + 20 + 8 + 64)
+
+    def test_sink_passes_handshakes_and_drops_data(self, rps_bed):
+        """4-byte datagrams (iperf3's connect) reach the receiver's stack
+        (no listener: counted as NoPorts); longer ones are dropped and counted."""
+        before = (sink_count()[0], snmp("receiver", "/proc/net/snmp", "Udp", "NoPorts"),
+                  snmp("receiver", "/proc/net/snmp6", "", "Udp6NoPorts"))
+        script = (
+            "import socket\n"
+            "for fam, addr in ((socket.AF_INET, '198.18.3.2'), (socket.AF_INET6, '2001:2:0:3::2')):\n"
+            "    s = socket.socket(fam, socket.SOCK_DGRAM)\n"
+            "    for size in (4, 4, 4, 5, 64, 64, 1000, 0):\n"
+            "        s.sendto(b'x' * size, (addr, 9))\n")
+        in_ns("sender1", "python3", "-c", script)
+        time.sleep(0.2)
+        after = (sink_count()[0], snmp("receiver", "/proc/net/snmp", "Udp", "NoPorts"),
+                 snmp("receiver", "/proc/net/snmp6", "", "Udp6NoPorts"))
+        assert [a - b for a, b in zip(after, before)] == [10, 3, 3]
+
+    def test_up_again_is_idempotent_or_refused(self, rps_bed):
+        r = run([str(TESTBED), "up", "--mode", "rps", "--sink"])
+        assert r.returncode == 0 and "already up" in r.stdout
+        r = run([str(TESTBED), "up", "--mode", "inline"])
+        assert r.returncode != 0 and "down first" in r.stderr
+        assert len(our_namespaces()) == 4
+
+
+class TestInlineShaped:
+    def test_no_rps_and_a_tbf_on_the_output(self, inline_bed):
+        for ifc in ("r-s1", "r-s2"):
+            assert mask(sys_read("router", f"/sys/class/net/{ifc}/queues/rx-0/rps_cpus")) == "0"
+        qdiscs = run(["tc", "-n", f"{PREFIX}router", "qdisc", "show", "dev", "r-rx"]).stdout
+        assert "qdisc tbf 1: root" in qdiscs and "rate 10Mbit" in qdiscs
+        assert "qdisc pfifo 10: parent 1:1 limit 200p" in qdiscs
+        assert inline_bed["HS_TB_CPU_ROUTER"] == inline_bed["HS_TB_CPU_SENDER"] == "0"
+        assert "fully up" in tb("status")
+
+    def test_1000_udp_packets_reach_the_receiving_socket(self, inline_bed):
+        errors = snmp("receiver", "/proc/net/snmp", "Udp", "RcvbufErrors")
+        client, server = iperf3_udp(inline_bed, 1000, "2M")
+        assert client["end"]["sum"]["packets"] == 1000
+        assert server["end"]["sum"]["packets"] == 1000
+        assert server["end"]["sum"]["lost_packets"] == 0
+        assert snmp("receiver", "/proc/net/snmp", "Udp", "RcvbufErrors") == errors
+        stats = run(["tc", "-s", "-n", f"{PREFIX}router", "qdisc", "show", "dev", "r-rx"]).stdout
+        sent = int(stats.split(" pkt")[0].split()[-1])
+        assert sent >= 1000     # the data went through the shaper
+
+
+def test_napi_mode_threads_pinned_to_the_router_cpu(napi_bed):
+    for ifc in ("r-s1", "r-s2"):
+        assert sys_read("router", f"/sys/class/net/{ifc}/threaded") == "1"
+        link = run(["ip", "-n", f"{PREFIX}router", "-d", "link", "show", "dev", ifc]).stdout
+        assert "gro_max_size 0 " in link     # NAPI without merging forwarded packets
+    pids = napi_bed["HS_TB_NAPI_PIDS"].split()
+    assert len(pids) == 2
+    for pid in pids:
+        assert Path(f"/proc/{pid}/comm").read_text().startswith("napi/r-s")
+        affinity = os.sched_getaffinity(int(pid))
+        assert affinity == {int(napi_bed["HS_TB_CPU_ROUTER"])}
+    assert "1 received" in in_ns("sender2", "ping", "-c", "1", "-W", "1", "2001:2:0:3::2")
+
+
+def test_down_removes_everything_and_is_idempotent():
+    run([str(TESTBED), "down"])
+    try:
+        tb("up", "--mode", "inline")
+        assert our_namespaces() == {PREFIX + r for r in ROLES}
+        out = tb("down")
+        assert "removed 4 namespaces" in out
+        assert our_namespaces() == set()
+        assert not (STATE_DIR / f"testbed-{PREFIX}.env").exists()
+        assert "nothing to remove" in tb("down")
+        r = run([str(TESTBED), "status"])
+        assert r.returncode != 0 and "not up" in r.stdout
+    finally:
+        run([str(TESTBED), "down"])
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--mode", "bogus"], "--mode 'bogus'"),
+    (["--mode"], "--mode needs a value"),
+    (["--shape", "tbf"], "rate '' is not a tc rate"),
+    (["--shape", "tbf:fast"], "rate 'fast' is not a tc rate"),
+    (["--shape", "tbf:10mbit:3"], "limit '3'"),
+    (["--shape", "red:10mbit"], "expected none, tbf"),
+    (["--frobnicate"], "unknown option '--frobnicate'"),
+])
+def test_bad_option_is_refused_before_anything_is_made(args, message):
+    r = run([str(TESTBED), "up", *args])
+    assert r.returncode != 0
+    assert message in r.stderr
+    assert our_namespaces() == set()
+
+
+def test_failed_up_undoes_itself(tmp_path):
+    """A sink object that does not load fails up after the namespaces exist:
+    they, the state file and any raised sysctl must all go."""
+    run([str(TESTBED), "down"])
+    bad = tmp_path / "sink.bpf.o"
+    bad.write_bytes(b"not an ELF object")
+    saved = STATE_DIR / "sysctl-saved"
+    others_up = any(STATE_DIR.glob("testbed-*.env"))
+    rmem = Path("/proc/sys/net/core/rmem_default").read_text()
+    try:
+        r = run([str(TESTBED), "up", "--sink"], env={**ENV, "HS_SINK_OBJ": str(bad)})
+        assert r.returncode != 0
+        assert "could not attach" in r.stderr   # failed late, after the namespaces were made
+        assert our_namespaces() == set()
+        assert not (STATE_DIR / f"testbed-{PREFIX}.env").exists()
+        if not others_up and not any(STATE_DIR.glob("testbed-*.env")):
+            assert Path("/proc/sys/net/core/rmem_default").read_text() == rmem
+            assert not saved.exists()
+    finally:
+        run([str(TESTBED), "down"])
+
+
+def bash_lib(script):
+    return run(["bash", "-c", f". {shlex.quote(str(LIB))}\n{script}"])
+
+
+def test_lib_cleanup_runs_newest_first_and_reports_failures():
+    r = bash_lib("hs_cleanup_push echo first\n"
+                 "hs_cleanup_push false\n"
+                 "hs_cleanup_push echo 'third word'\n"
+                 "hs_cleanup; echo rc=$?\n"
+                 "hs_cleanup; echo rc=$?")
+    assert r.stdout.split("\n")[:4] == ["third word", "first", "rc=1", "rc=0"]
+    assert "cleanup step failed: false" in r.stderr
+
+
+def test_lib_cleanup_runs_on_exit_and_on_signal():
+    r = bash_lib("hs_cleanup_on_exit; hs_cleanup_push echo cleaned; exit 3")
+    assert r.returncode == 3 and r.stdout == "cleaned\n"
+    r = bash_lib("hs_cleanup_on_exit; hs_cleanup_push echo cleaned; kill -TERM $$; sleep 5")
+    assert r.returncode == 143 and r.stdout == "cleaned\n"
+
+
+def test_lib_wait_for_succeeds_or_times_out():
+    r = bash_lib("hs_wait_for 5 test -e /proc/self && echo ok\n"
+                 "start=$SECONDS; hs_wait_for 1 false || echo timeout $((SECONDS - start))")
+    assert r.stdout.split("\n")[0] == "ok"
+    assert r.stdout.split("\n")[1] in ("timeout 1", "timeout 2")

@@ -1,0 +1,10 @@
+"""hopscope: per-packet forwarding delays of a Linux software router.
+
+    import hopscope
+    df = hopscope.load("run.hsr")      # one row per packet; see docs/record-format.md
+"""
+from .load import load
+from .reader import RecordFile, RecordFileError, RecordFileWarning
+
+__version__ = "0.1.0"
+__all__ = ["load", "RecordFile", "RecordFileError", "RecordFileWarning", "__version__"]

@@ -1,0 +1,133 @@
+"""Layout of the record file, mirroring include/hopscope.h and include/hopscope_file.h.
+
+tests/python/test_format.py compiles a C program against those headers and
+checks every size, offset and constant here against it.
+"""
+import numpy as np
+
+# hopscope_file.h
+FILE_MAGIC = b"HOPSCOPE"
+FILE_VERSION = 1
+ENDIAN_MARK = 0x01020304
+CHUNK_MAGIC = 0x4B435348  # "HSCK"
+JSON_FORMAT = "hopscope-record"  # header JSON "format"
+
+CHUNK_RECORDS = 1
+CHUNK_FLOWS = 2
+CHUNK_COUNTERS = 3
+CHUNK_END = 4
+CHUNK_NAMES = {CHUNK_RECORDS: "RECORDS", CHUNK_FLOWS: "FLOWS",
+               CHUNK_COUNTERS: "COUNTERS", CHUNK_END: "END"}
+
+ALIGN = 8  # every part of the file is padded to this
+
+# hs_record.flow of a record whose 5-tuple did not fit the recorder's flow
+# table (userspace/flows.h); counted in the trailer's userspace.flow_overflow
+FLOW_NONE = 0xFFFFFFFF
+
+# hopscope.h
+VERSION_MAJOR = 1
+VERSION_MINOR = 0
+
+STAGE_NAMES = ("t0", "t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4")  # enum hs_stage order
+CORE_STAGES = ("t1", "t2", "t3", "t4")
+
+# enum hs_status starts at 1; STATUS_NAMES[v - 1] names value v
+STATUS_NAMES = ("complete", "dropped", "evicted", "collision", "inflight", "other_out")
+STATUS = {name: i + 1 for i, name in enumerate(STATUS_NAMES)}
+
+F_IPV6 = 0x01
+F_FRAGMENT = 0x02
+F_IPOPTS = 0x04
+F_IPV6_EXT = 0x08
+F_VLAN = 0x10
+F_T0_COLL = 0x20
+F_TRUNC = 0x40
+
+COUNTER_NAMES = (
+    "xdp_pkts", "xdp_nonip", "xdp_truncated", "xdp_vlan", "xdp_fragment",
+    "xdp_ip_options", "xdp_ipv6_ext", "xdp_meta_fail",
+    "t0_pkts", "t0_collision", "t0_map_full", "t0_miss",
+    "pre_pkts", "pre_nometa", "post_pkts", "post_nometa",
+    "out_pkts", "out_nometa", "opt_pkts", "stale", "local",
+    "complete", "dropped", "evicted", "other_out", "race",
+    "rb_fail", "rb_fail_complete", "prog_misses",
+)
+
+
+def _struct(fields, itemsize):
+    """Little-endian numpy dtype with explicit C offsets: (name, format, offset)."""
+    return np.dtype({"names": [f[0] for f in fields],
+                     "formats": [f[1] for f in fields],
+                     "offsets": [f[2] for f in fields],
+                     "itemsize": itemsize})
+
+
+# struct hs_record. Times are declared signed: CLOCK_MONOTONIC ns fit in 63 bits
+# and pandas wants int64. t[] is split into one field per stage.
+RECORD_DTYPE = _struct(
+    [(name, "<i8", 8 * i) for i, name in enumerate(STAGE_NAMES)] + [
+        ("seq", "<u8", 64),
+        ("key", "<u4", 72),
+        ("drop_reason", "<u4", 76),
+        ("in_ifindex", "<u4", 80),
+        ("out_ifindex", "<u4", 84),
+        ("flow", "<u4", 88),
+        ("ip_len", "<u2", 92),
+        ("sport", "<u2", 94),
+        ("dport", "<u2", 96),
+        ("cpu_in", "<u2", 98),
+        ("cpu_out", "<u2", 100),
+        ("tos", "u1", 102),
+        ("proto", "u1", 103),
+        ("status", "u1", 104),
+        ("drop_stage", "u1", 105),
+        ("flags", "u1", 106),
+        ("done", "u1", 107),
+        ("saddr", ("u1", 16), 108),  # network order: raw bytes
+        ("daddr", ("u1", 16), 124),
+        ("pad", "<u4", 140),
+    ], 144)
+
+# struct hs_flow
+FLOW_DTYPE = _struct([
+    ("id", "<u4", 0),
+    ("family", "u1", 4),
+    ("proto", "u1", 5),
+    ("reserved", "<u2", 6),
+    ("sport", "<u2", 8),
+    ("dport", "<u2", 10),
+    ("saddr", ("u1", 16), 12),
+    ("daddr", ("u1", 16), 28),
+    ("pad", "<u4", 44),
+], 48)
+
+# struct hs_file_header
+FILE_HEADER_DTYPE = _struct([
+    ("magic", "S8", 0),
+    ("version", "<u4", 8),
+    ("record_size", "<u4", 12),
+    ("header_bytes", "<u4", 16),
+    ("endian", "<u4", 20),
+], 24)
+
+# struct hs_chunk
+CHUNK_DTYPE = _struct([
+    ("magic", "<u4", 0),
+    ("type", "<u4", 4),
+    ("count", "<u4", 8),
+    ("bytes", "<u4", 12),
+    ("crc32", "<u4", 16),
+    ("reserved", "<u4", 20),
+], 24)
+
+RECORD_SIZE = RECORD_DTYPE.itemsize
+FLOW_SIZE = FLOW_DTYPE.itemsize
+FILE_HEADER_SIZE = FILE_HEADER_DTYPE.itemsize
+CHUNK_HEADER_SIZE = CHUNK_DTYPE.itemsize
+ITEM_SIZE = {CHUNK_RECORDS: RECORD_SIZE, CHUNK_FLOWS: FLOW_SIZE}
+
+
+def padded(n):
+    """n rounded up to the file's alignment."""
+    return (n + ALIGN - 1) & ~(ALIGN - 1)
