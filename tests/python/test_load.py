@@ -271,6 +271,35 @@ def test_crc_checked_only_when_asked(tmp_path):
         hopscope.load(s.path, verify=True, strict=True)
 
 
+def test_damaged_end_chunk_is_not_called_missing(tmp_path):
+    probe = _synth(tmp_path)
+    s = _synth(tmp_path, bad_crc_chunk=len(probe.chunk_offsets) - 1)
+    with pytest.warns(hopscope.RecordFileWarning) as w:
+        df = hopscope.load(s.path, verify=True)
+    msg = str(w[0].message)
+    assert "(END) at byte" in msg and "CRC mismatch" in msg and "no END chunk" not in msg
+    assert len(df) == N and df.attrs["trailer"] is None
+
+
+def test_bytes_after_end_are_reported(tmp_path):
+    s = _synth(tmp_path)
+    with open(s.path, "ab") as f:
+        f.write(b"\0" * 16)
+    with pytest.warns(hopscope.RecordFileWarning, match="16 bytes after the END chunk ignored"):
+        df = hopscope.load(s.path)
+    assert len(df) == N and df.attrs["truncated"] is False
+
+
+def test_unknown_chunk_type_is_skipped_and_reported(tmp_path):
+    s = _synth(tmp_path)
+    k = _nth_chunk(s, fmt.CHUNK_COUNTERS, 0)
+    _patch(s.path, s.chunk_offsets[k] + 4, np.uint32(99).tobytes())
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"chunk {k} \\(type 99\\) at byte {s.chunk_offsets[k]}: unknown"):
+        df = hopscope.load(s.path)
+    assert len(df) == N and df.attrs["truncated"] is False
+
+
 def test_trailer_count_disagrees_with_the_file(tmp_path):
     s = _synth(tmp_path)
     data = Path(s.path).read_bytes()

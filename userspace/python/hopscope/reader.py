@@ -151,8 +151,8 @@ class RecordFile:
 
     def _read_chunks(self, off):
         m, size, index = self._map, self.size, 0
-        flows = []
-        while off < size:
+        flows, end_seen = [], False
+        while off < size and not end_seen:
             if size - off < fmt.CHUNK_HEADER_SIZE:
                 self._stop(f"file ends {size - off} bytes into the chunk header at byte {off}")
                 break
@@ -173,37 +173,40 @@ class RecordFile:
                 self._stop(f"{c.describe()} needs {c.end - off} bytes, the file ends "
                            f"{size - off} bytes after its start")
                 break
-            off = c.end
-            self.whole_bytes = off
+            off = self.whole_bytes = c.end
+            end_seen = c.type == fmt.CHUNK_END
             if self.verify and zlib.crc32(m[c.payload:c.payload + c.nbytes]) != c.crc32:
                 self.problems.append(f"{c.describe()}: CRC mismatch, chunk skipped")
-                continue
-            if c.type == fmt.CHUNK_RECORDS:
-                self.records.append(np.frombuffer(m, fmt.RECORD_DTYPE, c.count, c.payload))
-            elif c.type == fmt.CHUNK_FLOWS:
-                flows.append(np.frombuffer(m, fmt.FLOW_DTYPE, c.count, c.payload))
-            elif c.type in (fmt.CHUNK_COUNTERS, fmt.CHUNK_END):
-                obj = self._json(c)
-                if obj is None:
-                    continue
-                if c.type == fmt.CHUNK_COUNTERS:
-                    self.snapshots.append(obj)
-                else:
-                    self.trailer = obj
             else:
-                self.problems.append(f"{c.describe()}: unknown chunk type, skipped")
-                continue
-            self.chunks.append(c)
-            if c.type == fmt.CHUNK_END:
-                if off < size:
-                    self.problems.append(f"{size - off} bytes after the END chunk ignored")
-                break
+                self._use(c, flows)
+        if end_seen and off < size:
+            self.problems.append(f"{size - off} bytes after the END chunk ignored")
         if flows:
             self.flows = np.concatenate(flows)
-        if self.trailer is None and not self.truncated:
+        if not end_seen and not self.truncated:
             self._stop("no END chunk: the recorder did not close the file "
                        "(killed, crashed or still running)")
         self._check_trailer()
+
+    def _use(self, c, flows):
+        """Keep one whole, intact chunk."""
+        m = self._map
+        if c.type == fmt.CHUNK_RECORDS:
+            self.records.append(np.frombuffer(m, fmt.RECORD_DTYPE, c.count, c.payload))
+        elif c.type == fmt.CHUNK_FLOWS:
+            flows.append(np.frombuffer(m, fmt.FLOW_DTYPE, c.count, c.payload))
+        elif c.type in (fmt.CHUNK_COUNTERS, fmt.CHUNK_END):
+            obj = self._json(c)
+            if obj is None:
+                return
+            if c.type == fmt.CHUNK_COUNTERS:
+                self.snapshots.append(obj)
+            else:
+                self.trailer = obj
+        else:
+            self.problems.append(f"{c.describe()}: unknown chunk type, skipped")
+            return
+        self.chunks.append(c)
 
     def _stop(self, why):
         self.truncated = True
