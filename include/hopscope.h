@@ -62,7 +62,7 @@ enum hs_status {
 /*
  * One record per packet. Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns
  * and ktime_get_ns are that clock); 0 = stage not seen or not enabled.
- * 128 bytes, naturally aligned, no holes.
+ * 144 bytes, naturally aligned, no holes.
  */
 struct hs_record {
 	__u64 t[HS_NSTAGES];	/* 0   indexed by enum hs_stage */

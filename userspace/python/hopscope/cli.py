@@ -12,7 +12,12 @@ import time
 import warnings
 from typing import Callable, NamedTuple
 
+import numpy as np
+
 from . import __version__
+from . import format as fmt
+from .load import load, to_dataframe
+from .reader import RecordFile, RecordFileError
 
 # name -> (target, one-line summary). target is "module" or "module:attr" naming
 # an object with add_arguments(parser) and run(args, parser) -> exit status. It
@@ -21,7 +26,8 @@ from . import __version__
 SUBCOMMANDS = {
     "export": ("hopscope.export", "write a record file as Parquet or CSV"),
     "verify": ("hopscope.cli:VERIFY", "check a record file: structure, CRC32 of every chunk"),
-    "describe": ("hopscope.cli:DESCRIBE", "summarise a record file: run, interfaces, counts, delays"),
+    "describe": ("hopscope.cli:DESCRIBE",
+                 "summarise a record file: run, interfaces, counts, delays"),
 }
 
 
@@ -50,7 +56,6 @@ def main(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     cmd.add_arguments(parser)
     args = parser.parse_args(argv[1:])  # exits 2 on a usage error
-    from .reader import RecordFileError
     with warnings.catch_warnings():
         warnings.showwarning = _show_warning
         try:
@@ -69,7 +74,7 @@ def _usage():
     width = max(map(len, SUBCOMMANDS))
     lines = [f"  {n:<{width}}  {s}" for n, (_, s) in SUBCOMMANDS.items()]
     return ("usage: hopscope SUBCOMMAND [options]   (hopscope SUBCOMMAND --help for its options)\n"
-            "\nrecord files (.hsr):\n" + "\n".join(lines) +
+            "\nsubcommands:\n" + "\n".join(lines) +
             "\n\n`hopscope record` and `hopscope top` are part of the C program build/hopscope.")
 
 
@@ -87,16 +92,13 @@ def _verify_arguments(p):
 
 
 def _verify_run(args, parser):
-    from .load import to_dataframe
-    from .reader import RecordFile, RecordFileError
-    from . import format as fmt
     bad = 0
     for path in args.files:
         try:
             rf = RecordFile(path, verify=True)
-            rf.problems.extend(to_dataframe(rf)[1])
+            to_dataframe(rf)  # adds what is wrong with the records to rf.problems
         except RecordFileError as e:
-            print(f"{e}", file=sys.stderr)
+            print(e, file=sys.stderr)
             bad += 1
             continue
         kinds = [c.type for c in rf.chunks]
@@ -130,7 +132,6 @@ def _describe_arguments(p):
 
 
 def _describe_run(args, parser):
-    from .load import load
     df = load(args.file, verify=args.verify)
     a = df.attrs
     if args.json:
@@ -144,7 +145,6 @@ def _describe_run(args, parser):
 
 def _describe(df):
     """(label, text) lines summarising a loaded record file."""
-    import numpy as np
     a, h = df.attrs, df.attrs["header"]
     out = [("file", f"{a['path']}: {len(df)} records"
             + (" (NOT WHOLE: see the warning above)" if a["truncated"] else ""))]
@@ -159,8 +159,13 @@ def _describe(df):
                           f"clocksource {h.get('clocksource', '?')}, "
                           f"{cpu.get('count', '?')} x {cpu.get('model', '?')}"))
     for i in h.get("interfaces") or ():
-        keys = ("ifindex", "driver", "xdp_mode", "rps_cpus", "mtu", "qdisc")
-        detail = ", ".join(f"{k} {i[k]}" for k in keys if i.get(k) not in (None, ""))
+        keys = ("ifindex", "driver", "xdp_mode", "rps_cpus", "mtu")
+        detail = [f"{k} {i[k]}" for k in keys if i.get(k) not in (None, "")]
+        qdisc = i.get("qdisc")  # `tc -j qdisc show` objects
+        if isinstance(qdisc, list):
+            detail.append("qdisc " + " ".join(str(q.get("kind", "?")) for q in qdisc
+                                              if isinstance(q, dict)))
+        detail = ", ".join(detail)
         out.append(("interface", f"{i.get('name', '?')} ({i.get('role', '?')}): {detail}"))
     out.append(("stages", " ".join(h.get("stages") or ())))
     if len(df):

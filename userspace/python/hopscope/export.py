@@ -11,6 +11,8 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from .load import load
+
 META_KEYS = ("header", "trailer", "counters", "truncated", "problems")
 
 
@@ -57,7 +59,6 @@ def add_arguments(p):
 def run(args, parser):
     if not (args.parquet or args.csv):
         parser.error("say where to write: --parquet OUT and/or --csv OUT")
-    from .load import load
     df = load(args.file, verify=args.verify, strict=args.strict)
     for out, write in ((args.parquet, to_parquet), (args.csv, to_csv)):
         if out:

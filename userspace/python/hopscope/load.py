@@ -47,14 +47,11 @@ def load(path, verify=False, strict=False):
     says what was not, and df.attrs["truncated"] is set.
     """
     rf = RecordFile(path, verify=verify, strict=strict)
-    df, problems = to_dataframe(rf)
-    if problems:
-        rf.problems.extend(problems)
+    df = to_dataframe(rf)
+    if rf.problems:
         if strict:
             raise RecordFileError(rf.message())
-    if rf.problems:
         warnings.warn(rf.message(), RecordFileWarning, stacklevel=2)
-    df.attrs["problems"] = list(rf.problems)
     return df
 
 
@@ -65,7 +62,8 @@ def time_columns(header):
 
 
 def to_dataframe(rf):
-    """(DataFrame, problems found in the records) for a parsed RecordFile."""
+    """The DataFrame of a parsed RecordFile; problems found in the records are
+    added to rf.problems."""
     cols = _Columns(rf)
     pos = 0
     for arr in rf.records:
@@ -96,9 +94,10 @@ def to_dataframe(rf):
         else:
             out[name] = cols.copied[name] if name in cols.copied else cols.derived[name]
     df = pd.DataFrame(out, copy=False)
+    rf.problems.extend(problems)
     df.attrs.update(header=rf.header, trailer=rf.trailer, counters=rf.counters,
-                    truncated=rf.truncated, path=rf.path)
-    return df, problems
+                    truncated=rf.truncated, path=rf.path, problems=list(rf.problems))
+    return df
 
 
 class _Columns:

@@ -61,7 +61,7 @@ class RecordFile:
     trailer     the END chunk JSON, or None
     chunks      every whole chunk that was used
     problems    what was wrong, one sentence each; empty for a whole, intact file
-    truncated   True when the file stops being whole before a valid END chunk
+    truncated   True when there is no END chunk or the file stops being whole before it
     whole_bytes bytes from the start of the file up to the end of the last whole chunk
     """
 

@@ -17,8 +17,7 @@ from . import format as fmt
 
 # (name, ifindex, role) of the synthetic router's interfaces
 _INTERFACES = (("r-s1", 2, "in"), ("r-s2", 3, "in"), ("r-rx", 4, "out"))
-_IN_IFINDEX = {"r-s1": 2, "r-s2": 3}
-_OUT_IFINDEX = 4
+_IFINDEX = {name: ifindex for name, ifindex, _ in _INTERFACES}
 _PORT_BASE = 5000
 _DPORT = 9000
 # a few kernel drop reasons (enum skb_drop_reason values differ per kernel; these are samples)
@@ -36,6 +35,11 @@ class Synthetic:
     chunk_types: list       # fmt.CHUNK_* of each chunk
 
 
+def _v6(net):
+    """fd00:net::2 as 16 bytes"""
+    return bytes([0xfd, 0, 0, net]) + bytes(10) + bytes([0, 2])
+
+
 def _flow_table(flows_per_sender):
     """Per sender: UDP flows from 10.0.N.2 plus one IPv6 flow on sender 2."""
     rows = []  # (family, proto, sport, dport, saddr bytes, daddr bytes, sender, tos)
@@ -44,8 +48,7 @@ def _flow_table(flows_per_sender):
             rows.append((4, 17, _PORT_BASE + i, _DPORT,
                          bytes([10, 0, sender, 2]) + bytes(12), bytes([10, 0, 3, 2]) + bytes(12),
                          sender, tos))
-    v6 = lambda net: bytes([0xfd, 0, 0, net]) + bytes(10) + bytes([0, 2])  # fd00:N::2
-    rows.append((6, 17, _PORT_BASE, _DPORT, v6(2), v6(3), 2, 5))
+    rows.append((6, 17, _PORT_BASE, _DPORT, _v6(2), _v6(3), 2, 5))
     flows = np.zeros(len(rows), dtype=fmt.FLOW_DTYPE)
     for i, (family, proto, sport, dport, saddr, daddr, _, _) in enumerate(rows):
         flows[i] = (i, family, proto, 0, sport, dport,
@@ -82,8 +85,10 @@ def _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender):
             {"name": name, "ifindex": ifindex, "role": role, "driver": "veth",
              "xdp_mode": "generic" if role == "in" else None,
              "rps_cpus": "2" if role == "in" else "0", "mtu": 1500,
-             "qdisc": "noqueue" if role == "in" else "tbf",
-             "coalesce": {}}
+             "qdisc": [{"kind": "noqueue", "handle": "0:", "root": True} if role == "in" else
+                       {"kind": "tbf", "handle": "1:", "root": True,
+                        "options": {"rate": 2500000, "burst": 5000, "lat": 20000}}],
+             "coalesce": None}
             for name, ifindex, role in _INTERFACES],
         "stages": list(stages),
         "hooks": {s: hooks[s] for s in stages},
@@ -132,7 +137,9 @@ def _records(n, rng, stages, start_mono, rate_pps, drop_fraction, inflight, flow
             r[name] = times[name]
 
     status = np.full(n, fmt.STATUS["complete"], dtype=np.uint8)
+    tail = slice(max(n - inflight, 0), n)  # still in the router when it stopped
     dropped = rng.random(n) < drop_fraction
+    dropped[tail] = False
     status[dropped] = fmt.STATUS["dropped"]
     # a drop happens after some stage; every later stage stays 0
     seen = [s for s in fmt.STAGE_NAMES if s in stage_set and s != "t4"]
@@ -146,7 +153,6 @@ def _records(n, rng, stages, start_mono, rate_pps, drop_fraction, inflight, flow
                 r[later][sel] = 0
     r["drop_stage"] = drop_stage
     r["drop_reason"] = np.where(dropped, rng.choice(_DROP_REASONS, n), 0)
-    tail = slice(max(n - inflight, 0), n)  # still in the router when it stopped
     status[tail] = fmt.STATUS["inflight"]
     r["t4"][tail] = 0
     if "t_tceg" in stage_set:
@@ -164,8 +170,8 @@ def _records(n, rng, stages, start_mono, rate_pps, drop_fraction, inflight, flow
     v6 = flows["family"][flow] == 6
     r["flags"] = np.where(v6, fmt.F_IPV6, 0)
     r["ip_len"] = np.where(rng.random(n) < 0.8, 92, 1428)
-    r["in_ifindex"] = np.where(sender == 1, _IN_IFINDEX["r-s1"], _IN_IFINDEX["r-s2"])
-    r["out_ifindex"] = np.where(status == fmt.STATUS["complete"], _OUT_IFINDEX, 0)
+    r["in_ifindex"] = np.where(sender == 1, _IFINDEX["r-s1"], _IFINDEX["r-s2"])
+    r["out_ifindex"] = np.where(status == fmt.STATUS["complete"], _IFINDEX["r-rx"], 0)
     cpu = np.where(sender == 1, 1, 0).astype(np.uint16)
     r["cpu_in"] = cpu
     r["cpu_out"] = np.where(status == fmt.STATUS["inflight"], 0, cpu)
@@ -179,24 +185,36 @@ def _records(n, rng, stages, start_mono, rate_pps, drop_fraction, inflight, flow
     return r, flows
 
 
-def _snapshot(records, upto, mono_ns, n_flows, stop_reason=None):
-    """COUNTERS/END JSON consistent with the first `upto` records."""
-    r = records[:upto]
-    by_status = {name: int((r["status"] == v).sum()) for name, v in fmt.STATUS.items()}
-    counters = dict.fromkeys(fmt.COUNTER_NAMES, 0)
-    counters.update(xdp_pkts=upto, pre_pkts=int((r["t2"] > 0).sum()),
-                    post_pkts=int((r["t3"] > 0).sum()), out_pkts=int((r["t4"] > 0).sum()),
-                    complete=by_status["complete"], dropped=by_status["dropped"])
-    snap = {"monotonic_ns": int(mono_ns)}
-    if stop_reason:
-        snap["stop_reason"] = stop_reason
-    snap["counters"] = counters
-    snap["userspace"] = {"records_written": upto, "records_by_status": by_status,
-                         "flows": n_flows,
-                         "flow_overflow": int((r["flow"] == fmt.FLOW_NONE).sum()),
-                         "inflight_at_stop": by_status["inflight"] if stop_reason else 0,
-                         "rb_records": upto}
-    return snap
+class _Tally:
+    """Counts over the records written so far, for the COUNTERS and END chunks."""
+
+    def __init__(self):
+        self.records = self.overflow = 0
+        self.status = np.zeros(256, np.int64)
+        self.seen = dict.fromkeys(("t2", "t3", "t4"), 0)
+
+    def add(self, block):
+        self.records += len(block)
+        self.status += np.bincount(block["status"], minlength=256)
+        for t in self.seen:
+            self.seen[t] += int(np.count_nonzero(block[t]))
+        self.overflow += int(np.count_nonzero(block["flow"] == fmt.FLOW_NONE))
+
+    def snapshot(self, mono_ns, n_flows, stop_reason=None):
+        by_status = {name: int(self.status[v]) for name, v in fmt.STATUS.items()}
+        counters = dict.fromkeys(fmt.COUNTER_NAMES, 0)
+        counters.update(xdp_pkts=self.records, pre_pkts=self.seen["t2"],
+                        post_pkts=self.seen["t3"], out_pkts=self.seen["t4"],
+                        complete=by_status["complete"], dropped=by_status["dropped"])
+        snap = {"monotonic_ns": int(mono_ns)}
+        if stop_reason:
+            snap["stop_reason"] = stop_reason
+        snap["counters"] = counters
+        snap["userspace"] = {"records_written": self.records, "records_by_status": by_status,
+                             "flows": n_flows, "flow_overflow": self.overflow,
+                             "inflight_at_stop": by_status["inflight"] if stop_reason else 0,
+                             "rb_records": self.records}
+        return snap
 
 
 class _Writer:
@@ -254,6 +272,7 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
         w = _Writer(f)
         flows_written = 0
         last_t = start_mono
+        tally = _Tally()
         for k, lo in enumerate(range(0, n, chunk_records)):
             block = records[lo:lo + chunk_records]
             named = block["flow"][block["flow"] != fmt.FLOW_NONE]
@@ -262,14 +281,14 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
                 w.chunk(fmt.CHUNK_FLOWS, flows[flows_written:need], need - flows_written)
                 flows_written = need
             w.chunk(fmt.CHUNK_RECORDS, block, len(block))
+            tally.add(block)
             last_t = int(block["t1"].max())
             if (k + 1) % snapshot_every == 0:
-                w.json(fmt.CHUNK_COUNTERS, _snapshot(records, lo + len(block), last_t + 10**6,
-                                                     flows_written))
-        w.json(fmt.CHUNK_COUNTERS, _snapshot(records, n, last_t + 2 * 10**6, flows_written))
+                w.json(fmt.CHUNK_COUNTERS, tally.snapshot(last_t + 10**6, flows_written))
+        w.json(fmt.CHUNK_COUNTERS, tally.snapshot(last_t + 2 * 10**6, flows_written))
         if end:
-            w.json(fmt.CHUNK_END, _snapshot(records, n, last_t + 3 * 10**6, flows_written,
-                                            stop_reason="count"))
+            w.json(fmt.CHUNK_END, tally.snapshot(last_t + 3 * 10**6, flows_written,
+                                                 stop_reason="count"))
         size = f.tell()
     with open(path, "r+b") as f:
         if corrupt_chunk is not None:
