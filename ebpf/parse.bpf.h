@@ -97,9 +97,10 @@ static __always_inline void hs_parse_l4(const struct hs_src *s, __u32 off, __u32
 	hlen = l3end - off;
 	if (hlen > 16)
 		hlen = 16;
-	/* the verifier needs the length's bounds spelt out */
-	hlen &= 31;
-	if (hlen >= 1 && hlen <= 16 && hs_load(s, off, k->payload, hlen))
+	/* same value (hlen is 1..16 here), but a form every verifier bounds to [1,16]:
+	 * 6.12 still saw [0,15] for the mask-and-test version */
+	hlen = 1 + ((hlen - 1) & 15);
+	if (hs_load(s, off, k->payload, hlen))
 		p->flags |= HS_F_TRUNC;
 }
 
