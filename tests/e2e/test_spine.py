@@ -17,6 +17,12 @@ def data_of(df, tos, size):
     return df[(df.tos == tos) & (df.proto == 17) & (df.ip_len == 20 + 8 + size)]
 
 
+def assert_every_packet_accounted(df):
+    """every IP packet seen at t1 has exactly one record, or was for the router itself"""
+    c = df.attrs["counters"]["counters"]
+    assert c["xdp_pkts"] - c["xdp_nonip"] - c["xdp_truncated"] == len(df) + c["local"]
+
+
 def two_senders(testbed, recorder):
     """sender1: iperf3, TOS 4, 64 B; sender2: D-ITG, TOS 5, 100 B, Pareto gaps; 20000 each."""
     testbed.spawn("receiver", "iperf3", "-s", "-1")
@@ -54,9 +60,7 @@ def test_two_senders_every_packet_one_complete_record(testbed, recorder):
     counters = df.attrs["counters"]["counters"]
     for k in ("rb_fail", "evicted", "race", "prog_misses"):
         assert counters[k] == 0, (k, counters)
-    # every packet seen at t1 is accounted for by exactly one record or the local count
-    assert counters["xdp_pkts"] - counters["xdp_nonip"] - counters["xdp_truncated"] == \
-        len(df) + counters["local"]
+    assert_every_packet_accounted(df)
 
 
 def test_rps_mode_accounts_for_every_packet(testbed, recorder):
@@ -74,8 +78,7 @@ def test_rps_mode_accounts_for_every_packet(testbed, recorder):
         assert (d.status == "complete").mean() > 0.99
     counters = df.attrs["counters"]["counters"]
     assert counters["rb_fail"] == 0 and counters["race"] == 0
-    assert counters["xdp_pkts"] - counters["xdp_nonip"] - counters["xdp_truncated"] == \
-        len(df) + counters["local"]
+    assert_every_packet_accounted(df)
 
 
 def drop_reason(name):
