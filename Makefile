@@ -1,6 +1,8 @@
 # hopscope: `make` builds, `make test` runs every test, `make demo` shows it working.
 # Quiet by default; `make V=1` prints full commands.
 
+.DELETE_ON_ERROR:
+
 OUT      := build
 CLANG    ?= clang
 BPFTOOL  ?= bpftool
@@ -23,7 +25,7 @@ LDLIBS   := -lbpf -lelf -lz
 
 STAGES   := ebpf/maps.bpf.c $(wildcard ebpf/stage_*.bpf.c)
 STAGE_OBJS := $(patsubst ebpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(STAGES))
-BPF_HDRS := $(wildcard ebpf/*.bpf.h) include/hopscope.h
+BPF_HDRS := $(wildcard ebpf/*.bpf.h) include/hopscope.h include/hs_parse.h
 USER_SRCS := $(wildcard userspace/*.c)
 USER_OBJS := $(patsubst userspace/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 USER_HDRS := $(wildcard userspace/*.h) $(wildcard include/*.h)
@@ -73,7 +75,7 @@ demo: deps all
 	$(Q)./scripts/demo.sh
 
 bench: deps all
-	$(Q)$(PYTHON) bench/overhead.py
+	$(Q)$(PYTHON) bench/overhead
 
 clean:
 	$(Q)rm -rf $(OUT)

@@ -85,14 +85,7 @@ int hs_input(struct xdp_md *ctx)
 	rec->key = hs_key_hash(&k);
 	rec->in_ifindex = ctx->ingress_ifindex;
 	rec->cpu_in = cpu;
-	rec->ip_len = p.ip_len;
-	rec->sport = p.sport;
-	rec->dport = p.dport;
-	rec->tos = p.tos;
-	rec->proto = p.proto;
-	rec->flags = p.flags;
-	__builtin_memcpy(rec->saddr, p.saddr, sizeof(p.saddr));
-	__builtin_memcpy(rec->daddr, p.daddr, sizeof(p.daddr));
+	hs_pkt_to_record(&p, rec);
 	if (hs_stage_on(HS_T0))
 		rec->t[HS_T0] = hs_arrival(rec->key, rec->in_ifindex, &rec->flags);
 

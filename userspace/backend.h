@@ -4,8 +4,10 @@
 #define HS_BACKEND_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "hopscope.h"
+#include "json.h"
 
 #define HS_MAX_IFACES 16
 
@@ -44,10 +46,17 @@ struct hs_backend {
 	/* detach, then hand over packets still in flight (status INFLIGHT) */
 	int (*stop)(struct hs_backend *b, hs_record_cb cb, void *ctx);
 	void (*close)(struct hs_backend *b);
-	/* hook description for the file header: JSON object text, or NULL */
+	/* hook description for the file header: JSON object text, or NULL
+	 * (hs_backend_new sets it: the text of hooks) */
 	const char *(*hooks_json)(struct hs_backend *b);
 	void *priv;
+	struct js hooks;	/* that description, written by open */
 };
+
+/* backend_common.c: a copy of ops with priv_size zeroed bytes as priv and an
+ * empty hook description (NULL: out of memory); hs_backend_free releases all */
+struct hs_backend *hs_backend_new(const struct hs_backend *ops, size_t priv_size);
+void hs_backend_free(struct hs_backend *b);
 
 struct hs_backend *hs_backend_ebpf(void);
 struct hs_backend *hs_backend_kmod(void);

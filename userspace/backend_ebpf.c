@@ -36,7 +36,7 @@ struct ebpf {
 	struct hs_config *cfg;
 	hs_record_cb cb;
 	void *cb_ctx;
-	struct js hooks;
+	struct js *hooks;	/* the backend's */
 };
 
 static int on_sample(void *ctx, void *data, size_t size)
@@ -89,10 +89,10 @@ static int attach_nf(struct ebpf *e, struct bpf_program *p, int hook, int prio,
 		if (err)
 			return err;
 	}
-	js_open(&e->hooks, name, '{');
-	js_str(&e->hooks, "type", "netfilter");
-	js_i64(&e->hooks, "priority", prio);
-	js_close(&e->hooks, '}');
+	js_open(e->hooks, name, '{');
+	js_str(e->hooks, "type", "netfilter");
+	js_i64(e->hooks, "priority", prio);
+	js_close(e->hooks, '}');
 	return 0;
 }
 
@@ -151,7 +151,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 static int attach_all(struct ebpf *e, struct hs_config *cfg)
 {
 	struct hopscope_bpf *s = e->skel;
-	struct js *h = &e->hooks;
+	struct js *h = e->hooks;
 	int err = 0;
 
 	js_open(h, NULL, '{');
@@ -345,36 +345,22 @@ static void ebpf_close(struct hs_backend *b)
 	detach(e);
 	ring_buffer__free(e->rb);
 	hopscope_bpf__destroy(e->skel);
-	js_free(&e->hooks);
-	free(e);
-	free(b);
-}
-
-static const char *ebpf_hooks_json(struct hs_backend *b)
-{
-	struct ebpf *e = b->priv;
-
-	return js_text(&e->hooks);
+	hs_backend_free(b);
 }
 
 struct hs_backend *hs_backend_ebpf(void)
 {
-	struct hs_backend *b = calloc(1, sizeof(*b));
-	struct ebpf *e = calloc(1, sizeof(*e));
+	static const struct hs_backend ops = {
+		.name = "ebpf",
+		.open = ebpf_open,
+		.poll = ebpf_poll,
+		.counters = ebpf_counters,
+		.stop = ebpf_stop,
+		.close = ebpf_close,
+	};
+	struct hs_backend *b = hs_backend_new(&ops, sizeof(struct ebpf));
 
-	if (!b || !e) {
-		free(b);
-		free(e);
-		return NULL;
-	}
-	js_init(&e->hooks);
-	b->name = "ebpf";
-	b->open = ebpf_open;
-	b->poll = ebpf_poll;
-	b->counters = ebpf_counters;
-	b->stop = ebpf_stop;
-	b->close = ebpf_close;
-	b->hooks_json = ebpf_hooks_json;
-	b->priv = e;
+	if (b)
+		((struct ebpf *)b->priv)->hooks = &b->hooks;
 	return b;
 }

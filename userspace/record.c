@@ -170,21 +170,33 @@ static int privileged(void)
 	return (eff >> 21 & 1) || ((eff >> 39 & 1) && (eff >> 38 & 1) && (eff >> 12 & 1));
 }
 
-/* the module backend is linked in when kmod/ provides it */
-extern struct hs_backend *hs_backend_kmod(void) __attribute__((weak));
-
+/*
+ * --backend auto: eBPF where the kernel has the BPF netfilter link, the module
+ * otherwise; says which. NULL (said why) when nothing can run.
+ */
 static struct hs_backend *pick_backend(const char *name)
 {
-	char why[160];
+	char why[160], why_kmod[160];
+	struct hs_backend *b;
 
-	if (!strcmp(name, "ebpf"))
-		return hs_backend_ebpf();
-	if (!strcmp(name, "kmod"))
-		return hs_backend_kmod ? hs_backend_kmod() : NULL;
-	if (hs_backend_ebpf_supported(why, sizeof(why)))
-		return hs_backend_ebpf();
-	fprintf(stderr, "hopscope: %s: using the kernel module backend\n", why);
-	return hs_backend_kmod ? hs_backend_kmod() : NULL;
+	if (!strcmp(name, "ebpf")) {
+		b = hs_backend_ebpf();
+	} else if (!strcmp(name, "kmod")) {
+		b = hs_backend_kmod();
+	} else if (hs_backend_ebpf_supported(why, sizeof(why))) {
+		fprintf(stderr, "hopscope: this kernel has the BPF netfilter link: using the eBPF backend\n");
+		b = hs_backend_ebpf();
+	} else if (hs_backend_kmod_supported(why_kmod, sizeof(why_kmod))) {
+		fprintf(stderr, "hopscope: %s: using the kernel module backend\n", why);
+		b = hs_backend_kmod();
+	} else {
+		fprintf(stderr, "hopscope: no backend can run here: %s (eBPF), and %s (kernel module)\n",
+			why, why_kmod);
+		return NULL;
+	}
+	if (!b)
+		fprintf(stderr, "hopscope: out of memory\n");
+	return b;
 }
 
 struct run {

@@ -4,7 +4,9 @@
  * through the backend exactly as `hopscope record --backend kmod` does, then
  * checks every record and prints one summary line and the counters:
  *   HSREAD records=.. complete=.. dropped=.. evicted=.. inflight=.. other_out=..
- *          v6=.. bad_order=.. dup_seq=.. zero_key=.. drop_t2=..
+ *          v6=.. bad_order=.. dup_seq=.. zero_key=.. drop_t2=.. other=..
+ * With --port P the per-record figures count the test's UDP flow to port P
+ * only; the router's own chatter (MLD, RS) goes to other=.
  *   HSCOUNT name=value ...
  * Runs in the router's netns (ip netns exec router hs_reader ...), or with
  * --netns NAME enters it only to start the recording and goes back, so that
@@ -18,6 +20,7 @@
 #include <sched.h>
 #include <linux/capability.h>
 #include <net/if.h>
+#include <netinet/in.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,6 +34,8 @@ static volatile sig_atomic_t stop;
 
 struct stats {
 	uint32_t stages;
+	int port;
+	unsigned long other;
 	unsigned long by_status[HS_ST_OTHER_OUT + 1], records, v6, bad_order, zero_key, drop_t2;
 	uint64_t *seqs;
 	size_t nseq, capseq;
@@ -61,6 +66,10 @@ static int on_record(void *ctx, const struct hs_record *r)
 {
 	struct stats *st = ctx;
 
+	if (st->port && (r->proto != IPPROTO_UDP || r->dport != st->port)) {
+		st->other++;
+		return 0;
+	}
 	st->records++;
 	if (r->status <= HS_ST_OTHER_OUT)
 		st->by_status[r->status]++;
@@ -175,7 +184,7 @@ int main(int argc, char **argv)
 		{ "in", 1, 0, 'i' }, { "out", 1, 0, 'o' }, { "stages", 1, 0, 's' },
 		{ "slots", 1, 0, 'S' }, { "ring", 1, 0, 'r' }, { "no-drops", 0, 0, 'n' },
 		{ "hold", 1, 0, 'h' }, { "ready", 1, 0, 'R' }, { "as-uid", 1, 0, 'u' },
-		{ "drop-cap", 0, 0, 'c' }, { "netns", 1, 0, 'N' }, { 0 },
+		{ "drop-cap", 0, 0, 'c' }, { "netns", 1, 0, 'N' }, { "port", 1, 0, 'p' }, { 0 },
 	};
 	struct hs_config cfg = { .stages = HS_STAGES_CORE, .drops = true };
 	struct stats st = {};
@@ -191,6 +200,7 @@ int main(int argc, char **argv)
 		case 'i': in = optarg; break;
 		case 'o': out = optarg; break;
 		case 'N': netns = optarg; break;
+		case 'p': st.port = atoi(optarg); break;
 		case 's': if (parse_stages(optarg, &cfg.stages)) return 2; break;
 		case 'S': cfg.slots_per_cpu = strtoul(optarg, NULL, 0); break;
 		case 'r': cfg.ringbuf_bytes = strtoull(optarg, NULL, 0) * sizeof(struct hs_record); break;
@@ -249,11 +259,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	printf("HSREAD records=%lu complete=%lu dropped=%lu evicted=%lu inflight=%lu other_out=%lu "
-	       "v6=%lu bad_order=%lu dup_seq=%lu zero_key=%lu drop_t2=%lu\n", st.records,
+	       "v6=%lu bad_order=%lu dup_seq=%lu zero_key=%lu drop_t2=%lu other=%lu\n", st.records,
 	       st.by_status[HS_ST_COMPLETE], st.by_status[HS_ST_DROPPED],
 	       st.by_status[HS_ST_EVICTED], st.by_status[HS_ST_INFLIGHT],
 	       st.by_status[HS_ST_OTHER_OUT], st.v6, st.bad_order, dup_seqs(&st), st.zero_key,
-	       st.drop_t2);
+	       st.drop_t2, st.other);
 	printf("HSCOUNT");
 	for (int i = 0; i < HS_C_NCOUNTERS; i++)
 		printf(" %s=%llu", cnames[i], (unsigned long long)c[i]);

@@ -5,10 +5,14 @@
  * dependencies: busybox has neither.
  *   hs_udp send DST PORT COUNT [SIZE [TOS]]   COUNT 0: until SIGTERM
  *   hs_udp sink PORT                          counts until SIGTERM
- * Each prints one line: "sent N" / "received N".
+ *   hs_udp tap IFNAME                         a packet tap (as tcpdump), until SIGTERM
+ * Each prints one line: "sent N" / "received N" / "tapped N".
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/if_ether.h>
+#include <linux/if_packet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <stdint.h>
@@ -29,7 +33,8 @@ static void on_signal(int sig)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS]] | hs_udp sink PORT\n");
+	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS]] | hs_udp sink PORT | "
+		"hs_udp tap IFNAME\n");
 	return 2;
 }
 
@@ -87,24 +92,45 @@ static int do_send(int argc, char **argv)
 	return 0;
 }
 
+/* count what fd receives until SIGTERM, then print "WHAT N" */
+static int count_until_stop(int fd, const char *what)
+{
+	unsigned long n = 0;
+	char buf[2048];
+
+	while (!stop)
+		if (recv(fd, buf, sizeof(buf), 0) >= 0)
+			n++;
+	printf("%s %lu\n", what, n);
+	return 0;
+}
+
 static int do_sink(char **argv)
 {
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons(atoi(argv[2])) };
 	int fd = socket(AF_INET6, SOCK_DGRAM, 0), off = 0, big = 8 << 20;
-	unsigned long n = 0;
-	char buf[2048];
 
 	if (fd < 0 || setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off)) ||
-	    setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &big, sizeof(big)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &big, sizeof(big)) ||
 	    bind(fd, (struct sockaddr *)&a, sizeof(a))) {
 		perror("hs_udp: sink");
 		return 1;
 	}
-	while (!stop)
-		if (recv(fd, buf, sizeof(buf), 0) >= 0)
-			n++;
-	printf("received %lu\n", n);
-	return 0;
+	return count_until_stop(fd, "received");
+}
+
+/* an AF_PACKET socket holds a reference on every skb it sees, as tcpdump does */
+static int do_tap(char **argv)
+{
+	struct sockaddr_ll a = { .sll_family = AF_PACKET, .sll_protocol = htons(ETH_P_ALL),
+				 .sll_ifindex = if_nametoindex(argv[2]) };
+	int fd = socket(AF_PACKET, SOCK_RAW, htons(ETH_P_ALL));
+
+	if (fd < 0 || !a.sll_ifindex || bind(fd, (struct sockaddr *)&a, sizeof(a))) {
+		perror("hs_udp: tap");
+		return 1;
+	}
+	return count_until_stop(fd, "tapped");
 }
 
 int main(int argc, char **argv)
@@ -119,5 +145,7 @@ int main(int argc, char **argv)
 		return do_send(argc, argv);
 	if (argc == 3 && !strcmp(argv[1], "sink"))
 		return do_sink(argv);
+	if (argc == 3 && !strcmp(argv[1], "tap"))
+		return do_tap(argv);
 	return usage();
 }

@@ -74,10 +74,14 @@ class Recorder:
         self.p = subprocess.Popen([HOPSCOPE, "record", "--netns", PREFIX + "router", "--in", ins,
                                    "--out", outs, "-o", self.out, *extra],
                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        line = self.p.stderr.readline()
-        if "recording" not in line:
-            self.p.kill()
-            raise AssertionError("recorder did not start: " + line + self.p.stderr.read())
+        # lines before "recording" (e.g. which backend auto chose) are kept for the summary
+        self.head = ""
+        for line in self.p.stderr:
+            self.head += line
+            if "recording" in line:
+                return
+        self.p.kill()
+        raise AssertionError("recorder did not start: " + self.head)
 
     def stop(self, timeout=30):
         if self.p.poll() is None:
@@ -88,8 +92,8 @@ class Recorder:
             self.p.kill()
             raise
         assert self.p.returncode == 0, err
-        self.summary = err
-        return err
+        self.summary = self.head + err
+        return self.summary
 
     def kill(self):
         if self.p.poll() is None:

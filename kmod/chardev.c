@@ -1,0 +1,177 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/hopscope: one recording per open file, one open file at a time,
+ * CAP_NET_ADMIN only. read() hands out whole records; poll() says when.
+ */
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/poll.h>
+#include <linux/uaccess.h>
+#include "session.h"
+
+static int hs_open(struct inode *inode, struct file *f)
+{
+	struct hs_session *s;
+	int err = 0;
+
+	if (!capable(CAP_NET_ADMIN))
+		return -EPERM;
+	mutex_lock(&hs_global_lock);
+	if (hs_current) {
+		err = -EBUSY;
+		goto out;
+	}
+	s = hs_session_new();
+	if (!s) {
+		err = -ENOMEM;
+		goto out;
+	}
+	hs_current = s;
+	f->private_data = s;
+out:
+	mutex_unlock(&hs_global_lock);
+	return err ?: nonseekable_open(inode, f);
+}
+
+static int hs_release(struct inode *inode, struct file *f)
+{
+	struct hs_session *s = f->private_data;
+
+	mutex_lock(&hs_global_lock);
+	hs_current = NULL;
+	mutex_unlock(&hs_global_lock);
+	mutex_lock(&s->lock);
+	hs_session_stop(s);
+	mutex_unlock(&s->lock);
+	hs_session_free(s);
+	return 0;
+}
+
+static ssize_t hs_read(struct file *f, char __user *buf, size_t count, loff_t *pos)
+{
+	struct hs_session *s = f->private_data;
+	u32 max = min_t(size_t, count / sizeof(struct hs_record), HS_BOUNCE_RECORDS), n;
+	enum hs_state state;
+	ssize_t ret;
+
+	if (!max)
+		return -EINVAL;
+	for (;;) {
+		if (mutex_lock_interruptible(&s->lock))
+			return -ERESTARTSYS;
+		state = s->state;
+		if (state == HS_IDLE || state == HS_CONFIGURED) {
+			mutex_unlock(&s->lock);
+			return -EINVAL;
+		}
+		n = hs_ring_pop(&s->ring, s->bounce, max);
+		if (!n && state == HS_STOPPED)
+			n = hs_slots_drain(s, s->bounce, max);
+		if (n) {
+			ret = n * sizeof(struct hs_record);
+			if (copy_to_user(buf, s->bounce, ret))
+				ret = -EFAULT;
+			mutex_unlock(&s->lock);
+			return ret;
+		}
+		mutex_unlock(&s->lock);
+		if (state == HS_STOPPED)
+			return 0;
+		if (f->f_flags & O_NONBLOCK)
+			return -EAGAIN;
+		if (wait_event_interruptible(s->wq, hs_ring_len(&s->ring) ||
+					     READ_ONCE(s->state) != HS_RUNNING))
+			return -ERESTARTSYS;
+	}
+}
+
+static __poll_t hs_poll(struct file *f, poll_table *wait)
+{
+	struct hs_session *s = f->private_data;
+
+	poll_wait(f, &s->wq, wait);
+	if (hs_ring_len(&s->ring) || READ_ONCE(s->state) == HS_STOPPED)
+		return EPOLLIN | EPOLLRDNORM;
+	return 0;
+}
+
+static long hs_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
+{
+	struct hs_session *s = f->private_data;
+	void __user *uarg = (void __user *)arg;
+	union {
+		struct hs_kmod_config cfg;
+		struct hs_kmod_info info;
+		struct hs_kmod_counters counters;
+	} *u;
+	long err = 0;
+
+	/* 232 bytes of counters: off the stack */
+	u = kzalloc(sizeof(*u), GFP_KERNEL);
+	if (!u)
+		return -ENOMEM;
+	switch (cmd) {
+	case HS_IOC_INFO:
+		mutex_lock(&s->lock);
+		hs_session_info(s, &u->info);
+		mutex_unlock(&s->lock);
+		if (copy_to_user(uarg, &u->info, sizeof(u->info)))
+			err = -EFAULT;
+		break;
+	case HS_IOC_CONFIGURE:
+		if (copy_from_user(&u->cfg, uarg, sizeof(u->cfg))) {
+			err = -EFAULT;
+			break;
+		}
+		mutex_lock(&s->lock);
+		err = hs_session_configure(s, &u->cfg);
+		mutex_unlock(&s->lock);
+		break;
+	case HS_IOC_START:
+		mutex_lock(&s->lock);
+		err = hs_session_start(s);
+		mutex_unlock(&s->lock);
+		break;
+	case HS_IOC_STOP:
+		mutex_lock(&s->lock);
+		hs_session_stop(s);
+		mutex_unlock(&s->lock);
+		break;
+	case HS_IOC_COUNTERS:
+		hs_counters_sum(s, &u->counters);
+		if (copy_to_user(uarg, &u->counters, sizeof(u->counters)))
+			err = -EFAULT;
+		break;
+	default:
+		err = -ENOTTY;
+	}
+	kfree(u);
+	return err;
+}
+
+static const struct file_operations hs_fops = {
+	.owner = THIS_MODULE,
+	.open = hs_open,
+	.release = hs_release,
+	.read = hs_read,
+	.poll = hs_poll,
+	.unlocked_ioctl = hs_ioctl,
+};
+
+static struct miscdevice hs_misc = {
+	.minor = MISC_DYNAMIC_MINOR,
+	.name = "hopscope",
+	.fops = &hs_fops,
+	.mode = 0600,
+};
+
+int hs_chardev_init(void)
+{
+	return misc_register(&hs_misc);
+}
+
+void hs_chardev_exit(void)
+{
+	misc_deregister(&hs_misc);
+}

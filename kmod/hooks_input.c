@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The input stages. t0: net:netif_rx, the packet enters the receiving CPU's
+ * backlog (the paper's input instant; on veth the sender's xmit). t1:
+ * net:netif_receive_skb, it leaves the backlog into the stack: the closest a
+ * module gets to the driver. The slot is made at the first of the two.
+ */
+#include "session.h"
+
+/* the input fields of a packet's slot, stamped at st (t0 or t1) on this CPU */
+static void hs_stamp_input(struct hs_session *s, struct hs_slot *slot,
+			   const struct sk_buff *skb, enum hs_stage st, u64 now)
+{
+	u32 cpu = raw_smp_processor_id();
+
+	slot->r.t[st] = now;
+	slot->r.seq = (u64)cpu << 48 |
+		      (this_cpu_inc_return(s->pcpu->arrivals) & GENMASK_ULL(47, 0));
+	slot->r.cpu_in = cpu;
+	slot->r.in_ifindex = skb->dev->ifindex;
+}
+
+void hs_probe_netif_rx(void *data, struct sk_buff *skb)
+{
+	struct hs_session *s = data;
+	struct hs_record r = {};
+	struct hs_bucket *b;
+	struct hs_slot *slot;
+	unsigned long flags;
+	u64 now;
+
+	if (!hs_dev_in(s, skb->dev))
+		return;
+	now = ktime_get_ns();
+	hs_count(s, HS_C_T0_PKTS);
+	/* parse problems are counted at t1, where every input packet passes */
+	if (hs_parse_skb(skb, &r))
+		return;
+	slot = hs_slot_new(s, skb, now, &b, &flags);
+	slot->r = r;
+	hs_stamp_input(s, slot, skb, HS_T0, now);
+	hs_slot_unlock(b, flags);
+}
+
+void hs_probe_receive(void *data, struct sk_buff *skb)
+{
+	struct hs_session *s = data;
+	struct hs_bucket *b;
+	struct hs_slot *slot;
+	unsigned long flags;
+	u64 now;
+	int err;
+
+	if (!hs_dev_in(s, skb->dev))
+		return;
+	now = ktime_get_ns();
+	hs_count(s, HS_C_XDP_PKTS);
+	slot = hs_slot_find(s, skb, &b, &flags);
+	if (slot && slot->r.t[HS_T0] && !slot->r.t[HS_T1] && slot->head == skb->head) {
+		/* parsed at t0 */
+		hs_count_parse(s, 0, slot->r.flags);
+	} else {
+		struct hs_record r = {};
+
+		/* an address still holding another packet (past t1, or other
+		 * data) is stale: hs_slot_new retires it */
+		if (slot)
+			hs_slot_unlock(b, flags);
+		if (hs_stage_on(s, HS_T0))
+			hs_count(s, HS_C_T0_MISS);
+		err = hs_parse_skb(skb, &r);
+		hs_count_parse(s, err, r.flags);
+		if (err)
+			return;
+		slot = hs_slot_new(s, skb, now, &b, &flags);
+		slot->r = r;
+	}
+	hs_stamp_input(s, slot, skb, HS_T1, now);
+	hs_slot_unlock(b, flags);
+}

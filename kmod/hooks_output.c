@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The output stages. Optional t_tceg: net:net_dev_queue, just before the
+ * qdisc enqueue. t4: net:net_dev_start_xmit, after the qdisc, handed to the
+ * driver: the packet's one record leaves here. Both tracepoints fire for
+ * every device on the machine: filter by netns first.
+ */
+#include "session.h"
+
+void hs_probe_queue(void *data, struct sk_buff *skb)
+{
+	struct hs_session *s = data;
+
+	if (hs_dev_out(s, skb->dev) && hs_slot_stamp(s, skb, HS_TCEG, ktime_get_ns()))
+		hs_count(s, HS_C_OPT_PKTS);
+}
+
+void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_device *dev)
+{
+	struct hs_session *s = data;
+	struct hs_bucket *b;
+	struct hs_slot *slot;
+	unsigned long flags;
+	bool traced;
+	u64 now;
+
+	if (!dev || dev_net(dev) != READ_ONCE(s->net))
+		return;
+	now = ktime_get_ns();
+	traced = hs_ifindex_in(s->out_ifindex, s->n_out, dev->ifindex);
+	slot = hs_slot_find_fwd(s, skb, &b, &flags);
+	if (!slot) {
+		/* the router's own packets, or from an input not traced */
+		if (traced)
+			hs_count(s, HS_C_OUT_NOMETA);
+		return;
+	}
+	slot->r.t[HS_T4] = now;
+	slot->r.out_ifindex = dev->ifindex;
+	slot->r.cpu_out = raw_smp_processor_id();
+	if (traced) {
+		hs_count(s, HS_C_OUT_PKTS);
+		hs_slot_emit(s, slot, HS_ST_COMPLETE);
+	} else {
+		hs_slot_emit(s, slot, HS_ST_OTHER_OUT);
+	}
+	hs_slot_unlock(b, flags);
+}

@@ -1,0 +1,316 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The kernel module backend: drives /dev/hopscope (kmod/, ABI in
+ * include/hopscope_kmod.h). Same records and counters as the eBPF backend;
+ * the module joins the stages by skb address and queues one record per
+ * packet, read here in batches.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+#include "backend.h"
+#include "hopscope_kmod.h"
+#include "json.h"
+
+#define KMOD_BATCH 256		/* records per read() */
+#define KMOD_READS_PER_POLL 64	/* then return to the caller, even under load */
+
+struct kmod {
+	int fd;
+	struct hs_kmod_info info;
+	struct hs_record buf[KMOD_BATCH];
+};
+
+static const char *const stage_names[] = HS_STAGE_NAMES;
+
+bool hs_backend_kmod_supported(char *why, size_t len)
+{
+	if (access(HS_KMOD_DEVICE, F_OK) == 0)
+		return true;
+	if (access("/proc/modules", F_OK))
+		snprintf(why, len, "this kernel cannot load modules");
+	else
+		snprintf(why, len, "%s is missing: load the module (make kmod; insmod "
+			 "kmod/hopscope.ko)", HS_KMOD_DEVICE);
+	return false;
+}
+
+static int open_device(void)
+{
+	int fd = open(HS_KMOD_DEVICE, O_RDONLY | O_NONBLOCK | O_CLOEXEC), err;
+
+	if (fd >= 0)
+		return fd;
+	err = -errno;
+	if (err == -ENOENT || err == -ENXIO || err == -ENODEV)
+		fprintf(stderr, "hopscope: no %s: the hopscope module is not loaded "
+			"(make kmod; insmod kmod/hopscope.ko)\n", HS_KMOD_DEVICE);
+	else if (err == -EPERM || err == -EACCES)
+		fprintf(stderr, "hopscope: %s needs root (CAP_NET_ADMIN)\n", HS_KMOD_DEVICE);
+	else if (err == -EBUSY)
+		fprintf(stderr, "hopscope: %s is in use by another recording\n", HS_KMOD_DEVICE);
+	else
+		fprintf(stderr, "hopscope: %s: %s\n", HS_KMOD_DEVICE, strerror(-err));
+	return err;
+}
+
+/* largest power of two of records that fits, within the module's bound */
+static uint32_t ring_records(uint64_t bytes)
+{
+	uint64_t n = bytes / sizeof(struct hs_record);
+	uint32_t p = 1;
+
+	if (!n)
+		return 0;
+	while ((uint64_t)p * 2 <= n && p < HS_KMOD_MAX_RING)
+		p *= 2;
+	return p;
+}
+
+static int build_config(const struct hs_config *cfg, const struct hs_kmod_info *info,
+			struct hs_kmod_config *kc)
+{
+	uint32_t missing = cfg->stages & ~info->stages;
+
+	for (int s = 0; s < HS_NSTAGES; s++)
+		if (missing & HS_STAGE_BIT(s))
+			fprintf(stderr, "hopscope: stage %s is not available with the kmod backend "
+				"on this kernel\n", stage_names[s]);
+	if (missing)
+		return -EOPNOTSUPP;
+	memset(kc, 0, sizeof(*kc));
+	kc->abi = HS_KMOD_ABI;
+	kc->netns_fd = -1;	/* the recorder has entered the router's netns */
+	kc->stages = cfg->stages;
+	kc->flags = cfg->drops ? HS_KMOD_F_DROPS : 0;
+	kc->slots_per_cpu = cfg->slots_per_cpu;
+	kc->ring_records = ring_records(cfg->ringbuf_bytes);
+	for (int i = 0; i < cfg->n_ifaces; i++) {
+		const struct hs_iface *ifc = &cfg->ifaces[i];
+
+		if (ifc->is_in && kc->n_in < HS_KMOD_MAX_IFACES)
+			kc->in_ifindex[kc->n_in++] = ifc->ifindex;
+		if (ifc->is_out && kc->n_out < HS_KMOD_MAX_IFACES)
+			kc->out_ifindex[kc->n_out++] = ifc->ifindex;
+	}
+	if (!kc->n_in || !kc->n_out) {
+		fprintf(stderr, "hopscope: the kmod backend needs at least one input and one "
+			"output interface\n");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void configure_error(int err)
+{
+	const char *why;
+
+	switch (err) {
+	case -EINVAL:
+		why = "slots and ring must be powers of two, t1 and t4 enabled, 1 to 16 "
+		      "interfaces each way";
+		break;
+	case -E2BIG:
+		why = "slots or ring larger than the module allows";
+		break;
+	case -EOPNOTSUPP:
+		why = "a stage or drop tracing is not available on this kernel";
+		break;
+	case -EPROTO:
+		why = "the module speaks another ABI: rebuild it with this hopscope";
+		break;
+	default:
+		why = strerror(-err);
+	}
+	fprintf(stderr, "hopscope: the module refused the configuration: %s\n", why);
+}
+
+static void hook(struct js *h, const char *stage, const char *type, int64_t prio, int has_prio)
+{
+	js_open(h, stage, '{');
+	js_str(h, "type", type);
+	if (has_prio)
+		js_i64(h, "priority", prio);
+	js_close(h, '}');
+}
+
+static void describe_hooks(struct js *h, const struct kmod *k, const struct hs_config *cfg)
+{
+	uint32_t st = cfg->stages;
+
+	js_open(h, NULL, '{');
+	if (st & HS_STAGE_BIT(HS_T0))
+		hook(h, "t0", "tracepoint net:netif_rx", 0, 0);
+	hook(h, "t1", "tracepoint net:netif_receive_skb", 0, 0);
+	hook(h, "t2", "netfilter PRE_ROUTING", k->info.prio_pre, 1);
+	if (st & HS_STAGE_BIT(HS_FWD))
+		hook(h, "t_fwd", "netfilter FORWARD", k->info.prio_pre, 1);
+	hook(h, "t3", "netfilter POST_ROUTING", k->info.prio_post, 1);
+	hook(h, "local_in", "netfilter LOCAL_IN", k->info.prio_post, 1);
+	if (st & HS_STAGE_BIT(HS_TCEG))
+		hook(h, "t_tceg", "tracepoint net:net_dev_queue", 0, 0);
+	hook(h, "t4", "tracepoint net:net_dev_start_xmit", 0, 0);
+	if (cfg->drops)
+		hook(h, "drops", "tracepoint skb:kfree_skb", 0, 0);
+	js_u64(h, "slots", k->info.slots);
+	js_u64(h, "ring_records", k->info.ring_records);
+	js_close(h, '}');
+}
+
+static int kmod_open(struct hs_backend *b, struct hs_config *cfg)
+{
+	struct kmod *k = b->priv;
+	struct hs_kmod_config kc;
+	int err;
+
+	k->fd = open_device();
+	if (k->fd < 0)
+		return k->fd;
+	if (ioctl(k->fd, HS_IOC_INFO, &k->info)) {
+		err = -errno;
+		fprintf(stderr, "hopscope: %s does not answer as hopscope's module: %s\n",
+			HS_KMOD_DEVICE, strerror(-err));
+		return err;
+	}
+	if (k->info.abi != HS_KMOD_ABI) {
+		fprintf(stderr, "hopscope: the loaded module has ABI %u, this hopscope needs %u: "
+			"rebuild and reload it\n", k->info.abi, HS_KMOD_ABI);
+		return -EPROTO;
+	}
+	err = build_config(cfg, &k->info, &kc);
+	if (err)
+		return err;
+	if (ioctl(k->fd, HS_IOC_CONFIGURE, &kc)) {
+		err = -errno;
+		configure_error(err);
+		return err;
+	}
+	if (ioctl(k->fd, HS_IOC_INFO, &k->info))
+		return -errno;
+	if (cfg->netns_inum && k->info.netns_inum != cfg->netns_inum) {
+		fprintf(stderr, "hopscope: the module hooked netns %llu, expected %llu\n",
+			(unsigned long long)k->info.netns_inum,
+			(unsigned long long)cfg->netns_inum);
+		return -EXDEV;
+	}
+	if (ioctl(k->fd, HS_IOC_START, 0)) {
+		err = -errno;
+		fprintf(stderr, "hopscope: the module cannot start: %s%s\n", strerror(-err),
+			err == -ENODEV ? " (the network namespace went away)" : "");
+		return err;
+	}
+	describe_hooks(&b->hooks, k, cfg);
+	if (cfg->verbose)
+		fprintf(stderr, "hopscope: kmod: %u slots, %u queued records, netns %llu\n",
+			k->info.slots, k->info.ring_records,
+			(unsigned long long)k->info.netns_inum);
+	return 0;
+}
+
+/* hand every record read to cb: records read, or -errno; *inflight counts HS_ST_INFLIGHT */
+static int drain(struct kmod *k, hs_record_cb cb, void *ctx, int max_reads, int *eof,
+		 int *inflight)
+{
+	int n = 0;
+
+	*eof = 0;
+	for (int i = 0; i < max_reads; i++) {
+		ssize_t got = read(k->fd, k->buf, sizeof(k->buf));
+
+		if (got < 0) {
+			if (errno == EAGAIN || errno == EINTR)
+				break;
+			return -errno;
+		}
+		if (got == 0) {
+			*eof = 1;
+			break;
+		}
+		for (size_t r = 0; r < (size_t)got / sizeof(struct hs_record); r++) {
+			int err = cb(ctx, &k->buf[r]);
+
+			if (err)
+				return err < 0 ? err : -EIO;
+			*inflight += k->buf[r].status == HS_ST_INFLIGHT;
+			n++;
+		}
+	}
+	return n;
+}
+
+static int kmod_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx)
+{
+	struct kmod *k = b->priv;
+	struct pollfd p = { .fd = k->fd, .events = POLLIN };
+	int eof, inflight = 0;
+
+	/* the module wakes readers once per tick, not per record */
+	if (poll(&p, 1, timeout_ms) < 0)
+		return errno == EINTR ? 0 : -errno;
+	return drain(k, cb, ctx, KMOD_READS_PER_POLL, &eof, &inflight);
+}
+
+static int kmod_counters(struct hs_backend *b, uint64_t *out)
+{
+	struct kmod *k = b->priv;
+	struct hs_kmod_counters c;
+
+	if (ioctl(k->fd, HS_IOC_COUNTERS, &c))
+		return -errno;
+	memcpy(out, c.c, sizeof(c.c));
+	return 0;
+}
+
+static int kmod_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
+{
+	struct kmod *k = b->priv;
+	int n, eof = 0, inflight = 0;
+
+	if (ioctl(k->fd, HS_IOC_STOP, 0)) {
+		n = -errno;
+		fprintf(stderr, "hopscope: cannot stop the module's recording: %s\n",
+			strerror(-n));
+		return n;
+	}
+	/* after stop: queued records, then the packets in flight, then end of file */
+	while (!eof) {
+		n = drain(k, cb, ctx, KMOD_READS_PER_POLL, &eof, &inflight);
+		if (n < 0)
+			return n;
+	}
+	return inflight;
+}
+
+static void kmod_close(struct hs_backend *b)
+{
+	struct kmod *k = b->priv;
+
+	if (k->fd >= 0)
+		close(k->fd);
+	hs_backend_free(b);
+}
+
+struct hs_backend *hs_backend_kmod(void)
+{
+	static const struct hs_backend ops = {
+		.name = "kmod",
+		.open = kmod_open,
+		.poll = kmod_poll,
+		.counters = kmod_counters,
+		.stop = kmod_stop,
+		.close = kmod_close,
+	};
+	struct hs_backend *b = hs_backend_new(&ops, sizeof(struct kmod));
+	struct kmod *k;
+
+	if (!b)
+		return NULL;
+	k = b->priv;
+	k->fd = -1;
+	return b;
+}
