@@ -75,6 +75,11 @@ HS_EXTERN const volatile __u32 cfg_in_if[HS_MAX_IF] HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_out_if[HS_MAX_IF] HS_ZERO;
 /* force a wakeup once this much is waiting; below it the reader polls */
 HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
+/* --floor: every program returns at once (the verifier drops the rest), so a
+ * run measures what the hooks alone cost, the floor no tracer there can beat */
+HS_EXTERN const volatile __u32 cfg_floor HS_ZERO;
+
+#define HS_FLOOR_EXIT(ret) do { if (cfg_floor) return (ret); } while (0)
 
 static __always_inline void hs_count(__u32 c)
 {

@@ -12,13 +12,15 @@
 SEC("tp_btf/netif_rx")
 int BPF_PROG(hs_arrival, struct sk_buff *skb)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	struct hs_key_input k = {};
 	struct hs_pkt p = {};
 	struct hs_arrival_key ak;
 	struct hs_src src;
 	__u64 *old;
 
+	HS_FLOOR_EXIT(0);
+	now = bpf_ktime_get_ns();
 	if (!hs_dev_in_router(skb->dev) || !hs_if_in(cfg_in_if, skb->dev->ifindex))
 		return 0;
 	/* eth_type_trans has pulled the MAC header: data is the network header */

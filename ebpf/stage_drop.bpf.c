@@ -13,6 +13,7 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	__u8 last = HS_T1;
 	__u64 seq;
 
+	HS_FLOOR_EXIT(0);
 	if (hs_find(skb, &rec, &seq) != HS_FOUND)
 		return 0;
 #pragma unroll

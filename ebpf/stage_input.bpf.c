@@ -27,7 +27,7 @@ static __always_inline __u64 hs_arrival(__u32 key, __u32 ifindex, __u8 *flags)
 SEC("xdp")
 int hs_input(struct xdp_md *ctx)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	struct hs_src src = { .p = ctx, .xdp = true };
 	struct hs_key_input k = {};
 	struct hs_pkt p = {};
@@ -37,6 +37,8 @@ int hs_input(struct xdp_md *ctx)
 	__u64 *n, seq;
 	int r;
 
+	HS_FLOOR_EXIT(XDP_PASS);
+	now = bpf_ktime_get_ns();
 	hs_count(HS_C_XDP_PKTS);
 	r = hs_parse(&src, 0, 0, &k, &p);
 	if (r) {

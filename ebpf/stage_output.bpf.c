@@ -9,11 +9,13 @@
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 {
-	__u64 now = bpf_ktime_get_ns();
+	__u64 now;
 	struct hs_record *rec;
 	bool traced;
 	__u64 seq;
 
+	HS_FLOOR_EXIT(0);
+	now = bpf_ktime_get_ns();
 	/* fires for every transmit on the machine, the senders' too */
 	if (!hs_dev_in_router(dev))
 		return 0;

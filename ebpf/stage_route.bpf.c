@@ -12,10 +12,11 @@
 static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage s,
 					  __u32 c_ok, __u32 c_nometa)
 {
-	__u64 now = bpf_ktime_get_ns();
 	struct hs_record *rec;
-	__u64 seq;
+	__u64 seq, now;
 
+	HS_FLOOR_EXIT(NF_ACCEPT);
+	now = bpf_ktime_get_ns();
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
 		rec->t[s] = now;
@@ -46,6 +47,7 @@ int hs_postrouting(struct bpf_nf_ctx *ctx)
 SEC("netfilter")
 int hs_forward(struct bpf_nf_ctx *ctx)
 {
+	HS_FLOOR_EXIT(NF_ACCEPT);
 	hs_stamp(ctx->skb, HS_FWD, bpf_ktime_get_ns());
 	return NF_ACCEPT;
 }
@@ -56,6 +58,7 @@ int hs_localin(struct bpf_nf_ctx *ctx)
 	struct hs_record *rec;
 	__u64 seq;
 
+	HS_FLOOR_EXIT(NF_ACCEPT);
 	if (hs_find(ctx->skb, &rec, &seq) == HS_FOUND) {
 		rec->done = 1;
 		hs_count(HS_C_LOCAL);

@@ -30,6 +30,7 @@ struct hs_config {
 	uint32_t slots_per_cpu;		/* power of two */
 	uint64_t ringbuf_bytes;
 	bool drops;			/* record kernel drops (skb:kfree_skb) */
+	bool floor;			/* empty programs at the same hooks: nothing recorded */
 	int verbose;
 };
 

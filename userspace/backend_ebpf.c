@@ -136,6 +136,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_slot_shift = shift;
 	s->rodata->cfg_stages = cfg->stages;
 	s->rodata->cfg_wakeup_bytes = cfg->ringbuf_bytes / 4;
+	s->rodata->cfg_floor = cfg->floor;
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		if (cfg->ifaces[i].is_in)
 			s->rodata->cfg_in_if[nin++] = cfg->ifaces[i].ifindex;

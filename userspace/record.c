@@ -47,7 +47,7 @@ static const char doc[] =
 "Stops on --duration, --count or Ctrl-C; prints every counter at the end.\n"
 "Exit status: 0 ok, 1 runtime error, 2 usage error.";
 
-enum { OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND };
+enum { OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR };
 
 static const struct argp_option options[] = {
 	{ "netns", 'n', "NAME", 0, "router's network namespace (/run/netns/NAME)" },
@@ -62,6 +62,8 @@ static const struct argp_option options[] = {
 	{ "ring", OPT_RING, "MIB", 0, "ring buffer size in MiB (default 32)" },
 	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
+	{ "floor", OPT_FLOOR, 0, 0, "attach empty programs at the same hooks and record nothing: "
+	  "what the hooks alone cost, the floor no tracer there can beat (bench/overhead)" },
 	{ "quiet", 'q', 0, 0, "no live line" },
 	{ "verbose", 'v', 0, 0, "libbpf debug output" },
 	{},
@@ -141,6 +143,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	}
 	case OPT_NODROPS: o->cfg.drops = false; break;
 	case OPT_BACKEND: o->backend = arg; break;
+	case OPT_FLOOR: o->cfg.floor = true; break;
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -364,9 +367,11 @@ int hs_cmd_record(int argc, char **argv)
 		return 1;
 
 	run.b = pick_backend(o.backend);
-	if (!run.b) {
-		fprintf(stderr, "hopscope: backend '%s' is not available in this build\n", o.backend);
+	if (!run.b)
 		return 1;
+	if (o.cfg.floor && strcmp(run.b->name, "ebpf")) {
+		fprintf(stderr, "hopscope: --floor needs the eBPF backend\n");
+		return 2;
 	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
