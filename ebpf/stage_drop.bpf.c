@@ -5,6 +5,7 @@
  * the last stage it was seen at.
  */
 #include "hopscope.bpf.h"
+#include "netns.bpf.h"
 
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
@@ -14,6 +15,10 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	__u64 seq;
 
 	HS_FLOOR_EXIT(0);
+	/* drops elsewhere (a receiver discarding what it got) cost no lookup;
+	 * an skb without a device may still be ours */
+	if (skb->dev && !hs_dev_in_router(skb->dev))
+		return 0;
 	if (hs_find(skb, &rec, &seq) != HS_FOUND)
 		return 0;
 #pragma unroll

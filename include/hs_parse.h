@@ -78,7 +78,9 @@ static __always_inline void hs_parse_l4(const struct hs_src *s, __u32 off, __u32
 	default:
 		return;
 	}
-	if (off + hlen > l3end || hs_load(s, off, k->l4, hlen > 16 ? 16 : hlen)) {
+	/* constant sizes at each call: an XDP source reads those directly */
+	if (off + hlen > l3end ||
+	    (hlen == 8 ? hs_load(s, off, k->l4, 8) : hs_load(s, off, k->l4, 16))) {
 		p->flags |= HS_F_TRUNC;
 		return;
 	}
@@ -106,7 +108,7 @@ static __always_inline void hs_parse_l4(const struct hs_src *s, __u32 off, __u32
 	/* same value (hlen is 1..16 here), but a form every verifier bounds to [1,16]:
 	 * 6.12 still saw [0,15] for the mask-and-test version */
 	hlen = 1 + ((hlen - 1) & 15);
-	if (hs_load(s, off, k->payload, hlen))
+	if (hlen == 16 ? hs_load(s, off, k->payload, 16) : hs_load(s, off, k->payload, hlen))
 		p->flags |= HS_F_TRUNC;
 }
 
