@@ -71,7 +71,11 @@ int main(int argc, char **argv)
 		printf("hopscope %s (record format %d)\n", HS_TRACER_VERSION, HS_FILE_VERSION);
 		return 0;
 	}
-	/* the analysis commands live in the Python package */
+	/* the analysis commands live in the Python package. Keep freed memory in
+	 * the process: on VMs whose host reclaims freed pages, touching fresh
+	 * memory again cost 0.5-3 s per GB and doubled the time of the statistics
+	 * on 10 M records (bench/analysis_stats.py); a user's own setting wins */
+	setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776", 0);
 	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
 	char **args = calloc(argc + 3, sizeof(*args));
 

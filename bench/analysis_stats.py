@@ -1,0 +1,99 @@
+#!/usr/bin/env python3
+"""How long the analysis library takes on a large run.
+
+Writes a synthetic record file (hopscope.synth) of --records records in a
+temporary folder, loads it, then times every statistic of hopscope.analysis
+one by one on the loaded DataFrame. Targets on the project's 2-core machine,
+10 M records: load >= 20 M records/s; all statistics, queue occupancy and
+coffee breaks included, <= 5 s.
+
+The statistics run twice: one by one (run_stats), then as analysis.analyse
+does them. On a VM whose host takes back freed guest memory (virtio-balloon
+free page reporting, after about 2 s) touching memory the process has not
+used recently costs up to seconds per GB, and that cost varies from run to
+run; the script times touching 1 GB first so the two can be told apart.
+With GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776
+glibc keeps freed memory in the process, and the statistics reuse it.
+"""
+import argparse
+import os
+import tempfile
+import time
+
+import hopscope
+from hopscope import busy, coffee, hist, interarrival, loss, queues, stats
+from hopscope.analysis import analyse
+from hopscope.synth import write_synthetic
+from load_speed import touch_seconds
+
+
+def run_stats(df):
+    """{statistic: seconds} for every statistic analyse() computes, on df,
+    called the way analyse calls them."""
+    seconds = {}
+
+    def timed(name, f, *args, **kw):
+        t = time.perf_counter()
+        result = f(*args, **kw)
+        seconds[name] = time.perf_counter() - t
+        return result
+
+    for by in (None, "tos"):
+        name = "" if by is None else f" by {by}"
+        delays = timed("grouped_delays" + name, stats.grouped_delays, df, by)
+        timed("stats_table" + name, stats.stats_table, df, by, delays)
+        for d in delays:
+            what = f"histogram {d.stage}" + "".join(f" {by} {k}" for k in d.key)
+            timed(what, hist.relative_histogram, d.values)
+            if by is None:
+                timed(what + " log", hist.relative_histogram, d.values, log=True)
+    timed("prerouting_interarrivals", interarrival.prerouting_interarrivals, df)
+    timed("output_interarrivals", interarrival.output_interarrivals, df)
+    for q in ("input", "output"):
+        series = timed(f"occupancy {q}", queues.occupancy, df, q)
+        timed(f"time_weighted_hist {q}", queues.time_weighted_hist, series)
+        timed(f"paper_estimate {q}", queues.paper_estimate, df, q)
+    breaks = timed("coffee_breaks", coffee.coffee_breaks, df)
+    timed("interoccurrence", coffee.interoccurrence, breaks)
+    timed("loss_table", loss.loss_table, df)
+    timed("busy_periods", busy.busy_periods, df)
+    timed("min_transit_by_size", busy.min_transit_by_size, df)
+    return seconds
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--records", type=int, default=10_000_000, help="records to synthesise")
+    p.add_argument("--file", help="analyse this record file instead of a synthetic one")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every statistic's time")
+    a = p.parse_args()
+    time.sleep(3)  # long enough for the host to take back recently freed memory
+    print(f"touching 1 GB of memory the process never used: {touch_seconds(10**9):.2f} s")
+    with tempfile.TemporaryDirectory(prefix="hopscope-bench-") as tmp:
+        path = a.file
+        if path is None:
+            path = os.path.join(tmp, "synthetic.hsr")
+            t = time.perf_counter()
+            write_synthetic(path, a.records)
+            print(f"wrote {a.records} records in {time.perf_counter() - t:.1f} s", flush=True)
+        t = time.perf_counter()
+        df = hopscope.load(path)
+        load_s = time.perf_counter() - t
+    print(f"load: {len(df)} records in {load_s:.2f} s = {len(df) / load_s / 1e6:.1f} M records/s "
+          "(target >= 20)")
+    t = time.perf_counter()
+    seconds = run_stats(df)
+    first = time.perf_counter() - t
+    if a.verbose:
+        for what, s in sorted(seconds.items(), key=lambda kv: -kv[1]):
+            print(f"  {s:7.3f} s  {what}")
+    t = time.perf_counter()
+    analyse(df)
+    again = time.perf_counter() - t
+    print(f"statistics: {first:.2f} s one by one, then {again:.2f} s for analyse() "
+          f"on {len(df)} records (target <= 5 s for 10 M)")
+
+
+if __name__ == "__main__":
+    main()

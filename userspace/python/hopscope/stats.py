@@ -1,0 +1,113 @@
+"""Per-stage delay statistics, overall or per group (sender TOS, flow, ...).
+
+Only complete packets enter the delays. A delay that is missing (a stage not
+seen) or negative (a clock or matching error) is not a delay: it is left out
+of the distribution and counted in `missing` / `negative`, so for every row
+count + negative + missing = the group's complete packets.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+STAGES = ("d_iq", "d_p", "d_oq", "transit")
+# (column, quantile): RFC 8219 calls p50 "typical" and p99.9 "worst case"
+QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999))
+COLUMNS = ("count", "min", "mean", "std", "p50", "p90", "p99", "p99_9", "max",
+           "typical", "worst_case", "negative", "missing")
+
+
+@dataclass
+class Delays:
+    """One group's delays at one stage."""
+    key: tuple            # the group's values of the `by` columns; () for all packets
+    stage: str
+    values: np.ndarray    # the valid delays (float64 ns), sorted
+    negative: int
+    missing: int
+
+
+def stage_stats(df, by=None, stages=STAGES):
+    """One row per (group..., stage); see the module doc. Times in ns.
+
+    by: None, a column name or a list of them. Groups are those of all
+    packets, sorted, a missing key (NaN) being a group of its own: a group
+    with no complete packet gets count 0. std is the sample std (NaN for one
+    value); quantiles interpolate linearly, as numpy and pandas do by default.
+    """
+    return stats_table(df, by, grouped_delays(df, by, stages))
+
+
+def stats_table(df, by, delays):
+    """stage_stats' table from grouped_delays(df, by, ...)."""
+    by = _columns(by)
+    rows = [d.key + (d.stage,) + describe(d) for d in delays]
+    out = pd.DataFrame(rows, columns=by + ["stage", *COLUMNS])
+    for name, dtype in zip(by, df[by].dtypes):
+        out[name] = out[name].astype(dtype)  # keep category / uint8 group keys as loaded
+    return out
+
+
+def grouped_delays(df, by=None, stages=STAGES):
+    """Delays per stage and group (list, stage-major), each group's values
+    sorted once for the statistics and any histogram of them."""
+    by = _columns(by)
+    complete = (df["status"] == "complete").to_numpy()
+    if by:
+        # complete packets' rows grouped (stable: file order within a group),
+        # so every group is one slice of each stage's values
+        codes, keys = _group_codes(df, by)
+        rows = np.flatnonzero(complete)
+        rows = rows[np.argsort(codes[rows], kind="stable")]
+        sizes = np.bincount(codes[rows], minlength=len(keys))
+    else:
+        rows, keys, sizes = complete, [()], [np.count_nonzero(complete)]
+    bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+    out = []
+    for stage in stages:
+        if stage in df.columns:
+            values = df[stage].to_numpy(np.float64)[rows]
+        else:  # stage not recorded in this run: every complete packet misses it
+            values = np.full(bounds[-1], np.nan)
+        for g, key in enumerate(keys):
+            v = values[bounds[g]:bounds[g + 1]]
+            missing = int(np.count_nonzero(np.isnan(v)))
+            valid = v[v >= 0]  # NaN compares False: left out too
+            valid.sort()
+            out.append(Delays(key, stage, valid, len(v) - missing - len(valid), missing))
+    return out
+
+
+def describe(d):
+    """The COLUMNS values of one Delays."""
+    v, n = d.values, len(d.values)
+    if n == 0:
+        return (0,) + (np.nan,) * 10 + (d.negative, d.missing)
+    q = {name: quantile_sorted(v, p) for name, p in QUANTILES}
+    std = float(np.std(v, ddof=1)) if n > 1 else np.nan
+    return (n, float(v[0]), float(np.mean(v)), std, q["p50"], q["p90"], q["p99"],
+            q["p99_9"], float(v[-1]), q["p50"], q["p99_9"], d.negative, d.missing)
+
+
+def quantile_sorted(v, p):
+    """Quantile p of sorted non-empty v, linear interpolation between order
+    statistics (numpy's default method); sorting once beats np.percentile's
+    repeated partitions for the four quantiles."""
+    h = (len(v) - 1) * p
+    lo = int(np.floor(h))
+    hi = min(lo + 1, len(v) - 1)
+    return float(v[lo] + (h - lo) * (v[hi] - v[lo]))
+
+
+def _columns(by):
+    return [] if by is None else [by] if isinstance(by, str) else list(by)
+
+
+def _group_codes(df, by):
+    """(group code per row of df, group key tuples in code order)."""
+    g = df.groupby(by, observed=True, dropna=False, sort=True)
+    keys = [k if isinstance(k, tuple) else (k,) for k in g.size().index]
+    codes = g.ngroup().to_numpy()
+    # narrow codes sort by radix: several times faster than int64
+    narrow = np.int8 if len(keys) < 128 else np.int16 if len(keys) < 32768 else np.int64
+    return codes.astype(narrow), keys
