@@ -43,4 +43,6 @@ for tos, g in c[c.proto == 17].groupby("tos"):
     print(f"\nTOS {tos} ({'sender1' if tos == 4 else 'sender2' if tos == 5 else '?'}): {len(g)} packets")
     print(s.loc[["min", "mean", "50%", "90%", "99%", "max"]].round(2).to_string())
 PY
+build/hopscope report "$REC" -o "$OUT/demo.pdf"
 echo "demo: record file $REC (hopscope export $REC --csv out.csv)"
+echo "demo: report $OUT/demo.pdf"

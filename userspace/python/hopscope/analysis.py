@@ -71,5 +71,6 @@ def _delays(df, by, resolution_ns):
     for d in delays:
         hists.setdefault(d.key, {})[d.stage] = relative_histogram(d.values, resolution_ns)
         if by is None:
-            log_hists[d.stage] = relative_histogram(d.values, resolution_ns, log=True)
+            # log bins from the smallest delay: sub-µs stages must stay on the axis
+            log_hists[d.stage] = relative_histogram(d.values, 1, log=True)
     return stats_table(df, by, delays), hists, log_hists

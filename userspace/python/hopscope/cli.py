@@ -28,6 +28,7 @@ SUBCOMMANDS = {
     "verify": ("hopscope.cli:VERIFY", "check a record file: structure, CRC32 of every chunk"),
     "describe": ("hopscope.cli:DESCRIBE",
                  "summarise a record file: run, interfaces, counts, delays"),
+    "report": ("hopscope.report", "a PDF report of one or more runs: tables and the paper's figures"),
 }
 
 

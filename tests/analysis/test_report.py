@@ -1,0 +1,101 @@
+"""`hopscope report`: the PDF's pages for one run, several runs, an empty and
+a truncated run, and the errors a user can make."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
+from hopscope import synth  # noqa: E402
+
+# summary, linear and log histograms, senders, queues, coffee, series, output side
+PAGES_ONE_RUN = 8
+
+
+def report(*args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "userspace", "python"))
+    return subprocess.run([sys.executable, "-m", "hopscope", "report", *map(str, args)],
+                          capture_output=True, text=True, env=env)
+
+
+def pdf_pages(path):
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True)
+    return int(re.search(r"^Pages:\s+(\d+)", info.stdout, re.M).group(1))
+
+
+def pdf_text(path):
+    return subprocess.run(["pdftotext", str(path), "-"], capture_output=True, text=True,
+                          check=True).stdout
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    d = tmp_path_factory.mktemp("runs")
+    a, b = d / "a.hsr", d / "b.hsr"
+    synth.write_synthetic(a, 20000, seed=1)
+    synth.write_synthetic(b, 20000, seed=2)
+    return a, b
+
+
+def test_one_run_has_every_page_with_units(runs, tmp_path):
+    out = tmp_path / "r.pdf"
+    r = report(runs[0], "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert pdf_pages(out) == PAGES_ONE_RUN
+    text = pdf_text(out)
+    for words in ("hopscope report", "input queue d_iq", "processing d_p", "output queue d_oq",
+                  "sender1 (TOS 4)", "sender2 (TOS 5)", "coffee breaks", "delay (µs)",
+                  "packets in the queue", "minimum transit", "losses"):
+        assert words in text, words
+
+
+def test_several_runs_are_compared_and_overlaid(runs, tmp_path):
+    out = tmp_path / "r.pdf"
+    r = report(*runs, "--labels", "small,large", "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert pdf_pages(out) == 2 + 2 * PAGES_ONE_RUN
+    text = pdf_text(out)
+    assert "runs side by side" in text and "small" in text and "large" in text
+
+
+def test_empty_run_says_so(tmp_path):
+    run = tmp_path / "e.hsr"
+    synth.write_synthetic(run, 0)
+    r = report(run, "-o", tmp_path / "e.pdf")
+    assert r.returncode == 0, r.stderr
+    assert pdf_pages(tmp_path / "e.pdf") == 1
+    assert "No complete packets" in pdf_text(tmp_path / "e.pdf")
+
+
+def test_truncated_run_reports_what_is_whole_and_warns(tmp_path):
+    run = tmp_path / "t.hsr"
+    synth.write_synthetic(run, 100000, chunk_records=20000, truncate_bytes=5000)
+    r = report(run, "-o", tmp_path / "t.pdf")
+    assert r.returncode == 0, r.stderr
+    assert "warning" in r.stderr
+    assert pdf_pages(tmp_path / "t.pdf") == PAGES_ONE_RUN
+    assert "file problems" in pdf_text(tmp_path / "t.pdf")
+
+
+@pytest.mark.parametrize("args, status, message", [
+    (["missing.hsr"], 1, "No such file"),
+    (["{a}", "{b}", "--labels", "one"], 2, "--labels names 1 runs, 2 files"),
+    (["{a}", "--resolution-us", "0"], 2, "--resolution-us must be positive"),
+])
+def test_user_errors(runs, tmp_path, args, status, message):
+    args = [x.format(a=runs[0], b=runs[1]) for x in args]
+    r = report(*args, "-o", tmp_path / "x.pdf")
+    assert r.returncode == status
+    assert message in r.stderr
+    assert not (tmp_path / "x.pdf").exists()
+
+
+def test_corrupt_file_is_refused(tmp_path):
+    bad = tmp_path / "bad.hsr"
+    bad.write_bytes(b"not a record file at all" * 10)
+    r = report(bad, "-o", tmp_path / "x.pdf")
+    assert r.returncode == 1
+    assert "bad.hsr" in r.stderr

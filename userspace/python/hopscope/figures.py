@@ -1,0 +1,142 @@
+"""The report's figures, one function per kind, each drawing into axes it is
+given. Times arrive in ns and are shown in µs; frequencies are relative."""
+import numpy as np
+from matplotlib import ticker
+
+from .stats import STAGES
+
+US = 1e-3
+STAGE_LABEL = {
+    "d_iq": "input queue d_iq = t2 − t1",
+    "d_p": "processing d_p = t3 − t2",
+    "d_oq": "output queue d_oq = t4 − t3",
+    "transit": "transit t4 − t1",
+}
+# the paper's two senders
+TOS_LABEL = {4: "sender1 (TOS 4)", 5: "sender2 (TOS 5)"}
+# most of a long tail is empty bins: show up to this quantile, say what is beyond
+SHOWN_QUANTILE = 0.999
+# points per time series: enough for a printed page, never millions
+SERIES_BINS = 400
+
+
+def tos_label(tos):
+    return TOS_LABEL.get(int(tos), f"TOS {int(tos)}")
+
+
+def histogram(ax, h, label=None, log_x=False, step=True):
+    """A relative-frequency histogram (hist.Histogram) as a step line, x in µs,
+    cut at SHOWN_QUANTILE of its mass (the cut is written on the axes)."""
+    if not len(h.freq):
+        ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+        return
+    cum = np.cumsum(h.freq)
+    last = min(int(np.searchsorted(cum, SHOWN_QUANTILE)) + 1, len(h.freq))
+    x = h.edges_ns[:last + 1] * US
+    y = h.freq[:last]
+    if step:
+        ax.stairs(y, x, label=label)
+    else:
+        ax.plot((x[:-1] + x[1:]) / 2, y, label=label)
+    if log_x:
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(ticker.FormatStrFormatter("%g"))
+        ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+    ax.set_xlabel("delay (µs)")
+    ax.set_ylabel("relative frequency")
+    beyond = 1 - cum[last - 1] + h.overflow / max(h.count, 1)
+    if beyond > 0:
+        ax.text(0.98, 0.95, f"{beyond:.2%} beyond the axis", ha="right", va="top",
+                transform=ax.transAxes, fontsize=8)
+
+
+def stage_grid(fig, hists, title, log_x=False, labels=None):
+    """2 × 2 panels, one per stage; hists is a list of {stage: Histogram}
+    (one per run or sender) overlaid with labels."""
+    axes = fig.subplots(2, 2).ravel()
+    for ax, stage in zip(axes, STAGES):
+        for i, hs in enumerate(hists):
+            if stage in hs:
+                histogram(ax, hs[stage], label=labels[i] if labels else None, log_x=log_x)
+        ax.set_title(STAGE_LABEL[stage])
+        if labels and len(labels) > 1:
+            ax.legend(fontsize=8)
+    fig.suptitle(title)
+
+
+def queue_hist(ax, values, weights, label):
+    if not len(values):
+        ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+        return
+    ax.bar(values, weights, width=0.8, label=label, alpha=0.7)
+    ax.set_xlabel("packets in the queue")
+    ax.set_ylabel("fraction")
+
+
+def counts_hist(ax, counts, label):
+    """Relative frequency of small integers (queue estimates, interoccurrences)."""
+    counts = np.asarray(counts)
+    if not len(counts):
+        ax.text(0.5, 0.5, "none", ha="center", va="center", transform=ax.transAxes)
+        return
+    hi = int(np.quantile(counts, SHOWN_QUANTILE))
+    width = max(1, int(np.ceil((hi + 1) / 100)))
+    edges = np.arange(0, hi + width + 1, width)
+    f, _ = np.histogram(counts, edges)
+    ax.stairs(f / len(counts), edges, label=label)
+    ax.set_ylabel("relative frequency")
+
+
+def occupancy_series(ax, q, t0, label):
+    """Queue occupancy over time: per time bin, the maximum (what a printed
+    step plot of millions of steps would show anyway)."""
+    if len(q.t_ns) < 2:
+        ax.text(0.5, 0.5, "empty", ha="center", va="center", transform=ax.transAxes)
+        return
+    t = (q.t_ns - t0) * 1e-9
+    edges = np.linspace(t[0], t[-1], SERIES_BINS + 1)
+    idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, SERIES_BINS - 1)
+    peak = np.zeros(SERIES_BINS, dtype=np.int64)
+    np.maximum.at(peak, idx, q.n)
+    ax.stairs(peak, edges, label=label)
+    ax.set_xlabel("time since the first packet (s)")
+    ax.set_ylabel("packets (max per bin)")
+
+
+def delay_series(ax, t_ns, d_ns, t0, label):
+    """A delay over time: per time bin the median and the 99th percentile."""
+    ok = np.isfinite(d_ns) & (t_ns > 0)
+    t, d = (t_ns[ok] - t0) * 1e-9, d_ns[ok] * US
+    if not len(t):
+        ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
+        return
+    order = np.argsort(t, kind="stable")
+    t, d = t[order], d[order]
+    edges = np.linspace(t[0], t[-1] + 1e-9, SERIES_BINS + 1)
+    bounds = np.searchsorted(t, edges)
+    mid, p50, p99 = [], [], []
+    for i in range(SERIES_BINS):  # SERIES_BINS slices, not one per packet
+        seg = d[bounds[i]:bounds[i + 1]]
+        if len(seg):
+            mid.append((edges[i] + edges[i + 1]) / 2)
+            p50.append(np.median(seg))
+            p99.append(np.quantile(seg, 0.99))
+    ax.plot(mid, p50, label=f"{label} median")
+    ax.plot(mid, p99, label=f"{label} p99", alpha=0.6)
+    ax.set_xlabel("time since the first packet (s)")
+    ax.set_ylabel("delay (µs)")
+    ax.set_yscale("log")
+
+
+def table(ax, rows, columns, title=None, fontsize=8, widths=None):
+    ax.axis("off")
+    if title:
+        ax.set_title(title, loc="left", fontsize=11)
+    if not rows:
+        ax.text(0, 0.9, "(none)", transform=ax.transAxes)
+        return
+    t = ax.table(cellText=rows, colLabels=columns, loc="upper left", cellLoc="right",
+                 colWidths=widths)
+    t.auto_set_font_size(False)
+    t.set_fontsize(fontsize)
+    t.scale(1, 1.3)

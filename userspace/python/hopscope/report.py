@@ -1,0 +1,228 @@
+"""`hopscope report RUN.hsr [RUN2.hsr ...] -o report.pdf`: one PDF with the
+run's metadata, summary tables and the paper's kinds of figures (per-stage
+histograms, queue sizes, coffee breaks, per-sender panels), time series of
+the delays, busy periods, minimum transit by size and the loss table. Several
+runs are tabulated side by side and their histograms overlaid."""
+import os
+
+import matplotlib
+import pandas as pd
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+
+from . import figures as fig  # noqa: E402
+from .analysis import analyse  # noqa: E402
+from .load import load  # noqa: E402
+from .stats import STAGES  # noqa: E402
+
+PAGE = (11.69, 8.27)  # A4 landscape, inches
+plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.titlesize": 13})
+STAT_COLUMNS = ("count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "std")
+
+
+def add_arguments(p):
+    p.add_argument("files", nargs="+", metavar="RUN.hsr", help="record files")
+    p.add_argument("-o", "--output", required=True, help="PDF to write")
+    p.add_argument("--labels", help="comma-separated names of the runs (default: file names)")
+    p.add_argument("--resolution-us", type=float, default=1.0,
+                   help="histogram bin width in µs (default 1, as the paper)")
+    p.add_argument("--min-break-us", type=float, default=None,
+                   help="shortest coffee break counted, µs (default: coffee.DEFAULT_MIN_NS)")
+    p.epilog = ("examples:\n"
+                "  hopscope report run.hsr -o run.pdf\n"
+                "  hopscope report 20B.hsr 550B.hsr 1400B.hsr --labels 20B,550B,1400B -o sizes.pdf")
+
+
+def run(args, parser):
+    labels = args.labels.split(",") if args.labels else [os.path.basename(f) for f in args.files]
+    if len(labels) != len(args.files):
+        parser.error(f"--labels names {len(labels)} runs, {len(args.files)} files given")
+    if args.resolution_us <= 0:
+        parser.error("--resolution-us must be positive")
+    min_break = None if args.min_break_us is None else int(args.min_break_us * 1000)
+    runs = []
+    for path, label in zip(args.files, labels):
+        df = load(path)  # RecordFileError: cli says which file and why, exit 1
+        runs.append((label, df, analyse(df, int(args.resolution_us * 1000), min_break)))
+    pages = write(args.output, runs)
+    print(f"{args.output}: {pages} pages, {len(runs)} run(s)")
+    return 0
+
+
+def write(path, runs):
+    """runs: [(label, df, Analysis)]; returns the page count."""
+    with PdfPages(path) as pdf:
+        n = 0
+        if len(runs) > 1:
+            n += _page(pdf, _comparison, runs)
+            n += _page(pdf, _overlay, runs)
+        for label, df, a in runs:
+            n += _page(pdf, _summary, label, df, a)
+            if not a.complete:
+                continue
+            n += _page(pdf, _histograms, label, a, False)
+            n += _page(pdf, _histograms, label, a, True)
+            if len(a.histograms_by_tos) > 1:
+                n += _page(pdf, _senders, label, a)
+            n += _page(pdf, _queues, label, df, a)
+            n += _page(pdf, _coffee, label, a)
+            n += _page(pdf, _series, label, df)
+            n += _page(pdf, _output_side, label, a)
+        return n
+
+
+def _page(pdf, draw, *args):
+    f = plt.figure(figsize=PAGE, layout="constrained")
+    draw(f, *args)
+    pdf.savefig(f)
+    plt.close(f)
+    return 1
+
+
+def _us(v):
+    return f"{v / 1000:.2f}" if v == v else "—"
+
+
+def _stat_rows(stats, key_columns=()):
+    rows = []
+    for _, r in stats.iterrows():
+        keys = [fig.tos_label(r[k]) if k == "tos" else str(r[k]) for k in key_columns]
+        rows.append(keys + [r["stage"], f"{int(r['count'])}"] +
+                    [_us(r[c]) for c in STAT_COLUMNS[1:]] +
+                    [f"{int(r['negative'])}/{int(r['missing'])}"])
+    return rows
+
+
+def _summary(f, label, df, a):
+    h = df.attrs.get("header") or {}
+    k = h.get("kernel") or {}
+    ifs = ", ".join(f"{i['name']} ({i['role']}, {i.get('driver')}, xdp {i.get('xdp_mode')})"
+                    for i in h.get("interfaces") or ())
+    status = df["status"].value_counts()
+    lines = [
+        f"kernel {k.get('release', '?')}   clocksource {h.get('clocksource', '?')}   "
+        f"CPU {(h.get('cpu') or {}).get('model', '?')} × {(h.get('cpu') or {}).get('count', '?')}",
+        f"backend {h.get('backend', '?')}   stages {', '.join(h.get('stages') or ())}   "
+        f"host {h.get('hostname', '?')}",
+        f"interfaces: {ifs}",
+        f"records {a.packets}: " + ", ".join(f"{s} {int(n)}" for s, n in status.items() if n),
+    ]
+    if df.attrs.get("problems"):
+        lines.append("file problems: " + "; ".join(map(str, df.attrs["problems"])))
+    ax_text, ax_all, ax_tos = f.subplots(3, 1, height_ratios=[1.1, 1.3, 2.6])
+    ax_text.axis("off")
+    ax_text.set_title(f"hopscope report — {label}", loc="left", fontsize=14)
+    ax_text.text(0, 0.85, "\n".join(lines), va="top", fontsize=9, transform=ax_text.transAxes)
+    cols = ["stage", "count"] + [f"{c} (µs)" for c in STAT_COLUMNS[1:]] + ["neg/miss"]
+    if not a.complete:
+        ax_all.axis("off")
+        ax_all.text(0, 0.8, "No complete packets in this run: no delays to show.",
+                    fontsize=12, transform=ax_all.transAxes)
+        ax_tos.axis("off")
+        return
+    fig.table(ax_all, _stat_rows(a.stats), cols,
+              "all packets (complete ones; p50 = RFC 8219 typical, p99.9 = worst case)")
+    fig.table(ax_tos, _stat_rows(a.stats_by_tos, ("tos",)), ["sender"] + cols, "per sender")
+
+
+def _histograms(f, label, a, log_x):
+    scale = "log-spaced bins" if log_x else f"{a.resolution_ns / 1000:g} µs bins"
+    fig.stage_grid(f, [a.log_histograms if log_x else a.histograms],
+                   f"{label}: relative frequency of each stage's delay ({scale})", log_x=log_x)
+
+
+def _senders(f, label, a):
+    toses = sorted(a.histograms_by_tos)
+    fig.stage_grid(f, [a.histograms_by_tos[t] for t in toses],
+                   f"{label}: competitive traffic, per sender ({a.resolution_ns / 1000:g} µs bins)",
+                   labels=[fig.tos_label(t) for t in toses])
+
+
+def _queues(f, label, df, a):
+    axes = f.subplots(2, 2)
+    t0 = int(df["t1"][df["t1"] > 0].min())
+    for col, (name, q, (vals, w), est) in enumerate((
+            ("input queue (t1 ≤ t < t2)", a.input_queue, a.input_queue_hist, a.input_queue_paper),
+            ("output queue (t3 ≤ t < t4)", a.output_queue, a.output_queue_hist,
+             a.output_queue_paper))):
+        ax = axes[0, col]
+        fig.queue_hist(ax, vals, w, "exact: fraction of time")
+        fig.counts_hist(ax, est, "paper's estimate: arrivals per inter-arrival")
+        ax.set_title(name + (f" — {q.open} open, a lower bound" if q.open else ""))
+        ax.legend(fontsize=8)
+        fig.occupancy_series(axes[1, col], q, t0, name)
+        axes[1, col].set_title(f"{name} over time")
+    f.suptitle(f"{label}: queue sizes")
+
+
+def _coffee(f, label, a):
+    b = a.coffee_breaks
+    ax_d, ax_i = f.subplots(1, 2)
+    if len(b):
+        d = b["duration_ns"].to_numpy() / 1000
+        ax_d.hist(d, bins=min(100, max(10, len(d) // 10)), weights=[1 / len(d)] * len(d))
+    ax_d.set_xlabel("break duration (µs)")
+    ax_d.set_ylabel("relative frequency")
+    ax_d.set_title(f"{len(b)} coffee breaks ≥ {a.min_break_ns / 1000:g} µs "
+                   f"({b.attrs.get('shorter', 0)} shorter left out)")
+    fig.counts_hist(ax_i, a.coffee_interoccurrence, None)
+    ax_i.set_xlabel("packets between consecutive breaks")
+    mean = a.coffee_interoccurrence.mean() if len(a.coffee_interoccurrence) else float("nan")
+    ax_i.set_title(f"interoccurrence (mean {mean:.0f} packets; the paper saw ~390)")
+    f.suptitle(f"{label}: coffee breaks — the router idle while a packet waits")
+
+
+def _series(f, label, df):
+    axes = f.subplots(3, 1, sharex=True)
+    c = df[df["status"] == "complete"]
+    t0 = int(df["t1"][df["t1"] > 0].min())
+    t1 = c["t1"].to_numpy()
+    for ax, stage in zip(axes, STAGES[:3]):
+        fig.delay_series(ax, t1, c[stage].to_numpy(), t0, stage)
+        ax.set_title(fig.STAGE_LABEL[stage])
+        ax.legend(fontsize=8, loc="upper right")
+    f.suptitle(f"{label}: delays over time (per time bin: median and 99th percentile)")
+
+
+def _output_side(f, label, a):
+    axd = f.subplot_mosaic([["busy", "min"], ["loss", "loss"]], height_ratios=[1, 1.2])
+    ax_b, ax_m, ax_l = axd["busy"], axd["min"], axd["loss"]
+    bp = a.busy_periods
+    if len(bp):
+        d = bp["duration_ns"].to_numpy() / 1000
+        ax_b.hist(d, bins=50, weights=[1 / len(d)] * len(d), log=True)
+    ax_b.set_xlabel("busy period (µs)")
+    ax_b.set_ylabel("relative frequency")
+    ax_b.set_title(f"output busy periods ({len(bp)})")
+    m = a.min_transit
+    ax_m.plot(m["ip_len"], m["min_transit_ns"] / 1000, "o-")
+    ax_m.set_xlabel("IP length (bytes)")
+    ax_m.set_ylabel("minimum transit (µs)")
+    ax_m.set_title("minimum transit vs size (service time)")
+    loss = a.loss[a.loss["packets"].fillna(0) > 0]
+    rows = [[r.source, "" if pd.isna(r.stage) else str(r.stage), r.what,
+             "" if pd.isna(r.drop_reason) else str(r.drop_reason), str(r.packets)]
+            for r in loss.itertuples()]
+    fig.table(ax_l, rows, ["source", "stage", "what", "drop reason", "packets"],
+              "losses (router drops apart from the tracer's own)", fontsize=8,
+              widths=[0.08, 0.06, 0.6, 0.1, 0.1])
+    f.suptitle(f"{label}: output side and losses")
+
+
+def _overlay(f, runs):
+    fig.stage_grid(f, [a.histograms for _, _, a in runs], "the runs' delays overlaid",
+                   labels=[label for label, _, _ in runs])
+
+
+def _comparison(f, runs):
+    ax = f.subplots(1, 1)
+    rows = []
+    for label, _, a in runs:
+        for _, r in a.stats.iterrows():
+            rows.append([label, r["stage"], f"{int(r['count'])}"] +
+                        [_us(r[c]) for c in ("p50", "p90", "p99", "p99_9", "max")])
+    fig.table(ax, rows, ["run", "stage", "count", "p50 (µs)", "p90", "p99", "p99.9", "max"],
+              "runs side by side")
+    f.suptitle("hopscope report: " + ", ".join(label for label, _, _ in runs))
