@@ -29,6 +29,8 @@ SUBCOMMANDS = {
     "describe": ("hopscope.cli:DESCRIBE",
                  "summarise a record file: run, interfaces, counts, delays"),
     "report": ("hopscope.report", "a PDF report of one or more runs: tables and the paper's figures"),
+    "scenario": ("hopscope.scenario_cli",
+                 "check a scenario file (traffic/README.md), or run each condition once"),
 }
 
 

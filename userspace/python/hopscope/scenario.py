@@ -1,0 +1,183 @@
+"""Scenario files (TOML): what an experiment runs, validated before anything
+starts. traffic/README.md documents every key.
+
+    s = load_scenario("traffic/paper/table1.toml")   # ScenarioError names file:line
+    for cond in s.conditions(): ...                  # cases x the [vary] product
+"""
+import itertools
+import os
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, replace
+
+from . import scenario_check as check
+from .scenario_build import build
+from .scenario_lines import key_lines, line_of
+
+
+class ScenarioError(Exception):
+    """A scenario file that cannot be run; the message names file, line and problem."""
+
+
+@dataclass(frozen=True)
+class Sender:
+    name: str
+    namespace: str      # testbed role: sender1 | sender2
+    generator: str      # ditg | iperf3
+    protocol: str       # udp | tcp
+    tos: int
+    size: dict          # {"dist": "constant", "value": 550} | normal | pareto | uniform
+    rate: float         # mean packets per second
+    gaps: dict          # {"dist": "constant" | "exponential"} | {"dist": "pareto", "shape": a}
+    count: int | None   # packets, or None: send for duration seconds
+    duration: float | None
+    start: float        # seconds after the first sender starts
+    port: int           # destination port
+    cpu: str | int      # testbed role (sender, router, receiver) or CPU number
+    send_buffer: int | None
+    seed: float | None
+
+    def seconds(self):
+        """How long it sends: its duration, or its count at its rate."""
+        return self.count / self.rate if self.count else self.duration
+
+    def packets(self):
+        """Packets it is asked to send (for a duration: rate x duration)."""
+        return self.count or round(self.rate * self.duration)
+
+    def pareto_scale_ms(self):
+        """D-ITG's -V scale for this rate: mean gap = shape * scale / (shape - 1)."""
+        a = self.gaps["shape"]
+        return 1000.0 * (a - 1) / (a * self.rate)
+
+    def to_dict(self):
+        d = asdict(self)
+        if self.gaps["dist"] == "pareto":
+            d["gaps"]["scale_ms"] = self.pareto_scale_ms()
+        return d
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    scenario: str
+    repetitions: int
+    description: str
+    testbed: dict       # mode, shape, sink
+    tracer: dict        # stages, backend, xdp_mode, ring_mib, slots, drops
+    senders: tuple      # the active Senders
+    source_text: str = field(default="", compare=False, repr=False)  # the scenario file
+
+    @property
+    def duration(self):
+        """Seconds from the first sender's start to the last one's end."""
+        return max(s.start + s.seconds() for s in self.senders)
+
+    def to_dict(self):
+        """What defines the condition (not how often it runs): JSON-able."""
+        return {"name": self.name, "testbed": dict(self.testbed),
+                "tracer": {**self.tracer, "stages": list(self.tracer["stages"])},
+                "senders": {s.name: s.to_dict() for s in self.senders}}
+
+    def with_rate(self, pps):
+        """A copy offering pps in total, split among the senders as their rates are."""
+        if not pps > 0:
+            raise ValueError(f"rate must be above 0 pps, not {pps}")
+        f = pps / sum(s.rate for s in self.senders)
+        return replace(self, senders=tuple(replace(s, rate=s.rate * f) for s in self.senders))
+
+    def with_duration(self, seconds):
+        """A copy in which every sender sends for seconds (counts dropped)."""
+        if not seconds > 0:
+            raise ValueError(f"duration must be above 0 s, not {seconds}")
+        return replace(self, senders=tuple(replace(s, count=None, duration=float(seconds))
+                                           for s in self.senders))
+
+
+@dataclass
+class Scenario:
+    path: str
+    name: str
+    description: str
+    source_text: str
+    _conditions: list
+
+    def conditions(self):
+        return list(self._conditions)
+
+
+def load_scenario(path):
+    """Read and check a scenario file; ScenarioError lists every problem found."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ScenarioError(f"{path}: cannot read: {getattr(e, 'strerror', None) or e}")
+    return parse_scenario(text, path)
+
+
+def parse_scenario(text, path="<scenario>"):
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        m = re.search(r"\(at line (\d+), column \d+\)", str(e))
+        where = f"{path}:{m.group(1)}" if m else path
+        raise ScenarioError(f"{where}: not valid TOML: {re.sub(r' [(]at .*', '', str(e))}")
+    problems = []
+    conds = _conditions(doc, path, problems)
+    if problems:
+        lines = key_lines(text)
+        out = []
+        for origin, msg in problems:
+            line = line_of(lines, origin)
+            entry = f"{path}:{line}: {msg}" if line else f"{path}: {msg}"
+            if entry not in out:
+                out.append(entry)
+        out.sort(key=_line_number)
+        raise ScenarioError("\n".join(out))
+    default_name = os.path.splitext(os.path.basename(path))[0]
+    conds = [replace(c, source_text=text) for c in conds]
+    return Scenario(path, doc.get("name", default_name), doc.get("description", ""), text, conds)
+
+
+def _line_number(entry):
+    m = re.match(r".*?:(\d+): ", entry)
+    return int(m.group(1)) if m else 0
+
+
+def _conditions(doc, path, problems):
+    base, senders = {}, []
+    check.flatten(doc, (), check.TOP, base, senders, problems)
+    cases = doc.get("conditions", [{}])
+    if not isinstance(cases, list) or not all(isinstance(c, dict) for c in cases) or not cases:
+        problems.append((("conditions",), "conditions: must be [[conditions]] tables"))
+        return []
+    named = "conditions" in doc
+    axes = check.vary_axes(doc.get("vary", {}), senders, problems)
+    scenario = doc.get("name", os.path.splitext(os.path.basename(path))[0])
+    if not isinstance(scenario, str):
+        problems.append((("name",), "name: must be a string"))
+        scenario = "scenario"
+    lossless = check.Lossless(doc.get("throughput"), path, problems)
+    out, names = [], {}
+    for i, case in enumerate(cases):
+        flat = dict(base)
+        case_name = check.case_name(case, i, named, scenario, problems)
+        check.flatten(case, ("conditions", i), check.CASE, flat, senders, problems)
+        for combo in itertools.product(*[values for _, values in axes]):
+            cflat = dict(flat)
+            parts = [case_name] if case_name else []
+            for (key, _), (value, origin, label) in zip(axes, combo):
+                cflat[key] = (value, origin)
+                parts.append(label)
+            name = "_".join(parts) or check.safe_name(scenario).lstrip(".-") or "scenario"
+            if name in names:
+                problems.append((("conditions", i, "name") if named else ("vary",),
+                                 f"two conditions are named {name!r}: give them different names"))
+                continue
+            names[name] = True
+            cond = build(cflat, name, scenario, senders, lossless, problems)
+            if cond:
+                senders_of = tuple(Sender(**s) for s in cond.pop("senders"))
+                out.append(Condition(**cond, senders=senders_of))
+    return out
