@@ -1,0 +1,90 @@
+"""After a run: the generators' logs decoded, what each sender sent and its
+receiver got, the truth join with the records, metadata.json."""
+from . import ditg, iperf
+from .load import load
+from .runstats import read_text, write_json
+from .truth import join_truth, truth_counts
+
+REACHED = 0.95  # a sender that sent less than this share of what it was asked is reported
+
+
+def collect(run, counters):
+    """RunResult of a finished run (runner._Run); writes the tables and metadata."""
+    from .runner import RunError, RunResult
+    cond, meta = run.cond, run.meta
+    sent, received = {}, {}
+    for s in cond.senders:
+        m = meta["senders"][s.name]
+        out = read_text(run.path(f"{s.name}.stdout")) if s.generator == "ditg" else ""
+        if "error" in out.lower():
+            raise RunError(f"ITGSend of {s.name}: {out.strip()[-500:]}")
+        try:
+            if s.generator == "ditg":
+                n_sent, n_recv, sport = _ditg_tables(run, s, m)
+            else:
+                n_sent, sport = iperf.client_counts(iperf.read_json(run.path(m["files"]["client"])),
+                                                    s)
+                m["server_received"] = iperf.server_received(
+                    iperf.read_json(run.path(m["files"]["server"])), s)
+                n_recv = m["server_received"]
+                if cond.testbed["sink"]:
+                    n_recv = counters.deltas()["sink"]["packets"]
+                elif s.protocol == "udp":
+                    n_recv = meta["rxcount"][s.name]  # what reached the receiver
+        except (RuntimeError, OSError, KeyError, ValueError) as e:
+            raise RunError(f"{s.name}: its generator's results: {e}")
+        m.update(sent=n_sent, received=n_recv, sport=sport, asked=s.packets())
+        sent[s.name], received[s.name] = n_sent, n_recv
+        if n_sent < REACHED * s.packets():
+            meta["warnings"].append(f"{s.name} sent {n_sent} of the {s.packets()} packets asked "
+                                    f"({s.rate:g} pps for {s.seconds():g} s): "
+                                    f"{s.generator} did not reach the rate")
+    errors = counters.deltas()["receiver_udp"]
+    if errors.get("RcvbufErrors") or errors.get("InErrors"):
+        meta["warnings"].append(
+            f"the receiver's sockets dropped {errors.get('RcvbufErrors')} datagrams (UDP "
+            f"RcvbufErrors; InErrors {errors.get('InErrors')}): D-ITG's logs lack them, iperf3's "
+            "received counts them (they reached the receiver)")
+    forwarded = counters.forwarded()
+    meta["counts"] = {"sent": sent, "received": received, "forwarded": forwarded}
+    paths = {"metadata": run.path("metadata.json"), "scenario": run.path("scenario.toml")}
+    result = RunResult(sent, received, forwarded, None, paths)
+    if run.record:
+        paths["records"] = run.path("run.hsr")
+        df = load(paths["records"])
+        result.complete = meta["counts"]["complete"] = int((df["status"] == "complete").sum())
+        meta["record_problems"] = list(df.attrs.get("problems") or ())
+        truth = join_truth(df, run.out, meta)
+        if len(truth):
+            paths["truth"] = run.path("truth.parquet")
+            truth.to_parquet(paths["truth"], index=False)
+        result.truth = meta["truth"] = truth_counts(truth)
+        _check_truth(meta, result)
+    write_json(paths["metadata"], meta)
+    return result
+
+
+def _ditg_tables(run, s, m):
+    f = m["files"]
+    table = ditg.packet_table(run.path(f["send_log"]), run.path(f["recv_log"]),
+                              run.meta["senders_start_realtime_ns"])
+    if not len(table):
+        raise RuntimeError("ITGSend logged no packet sent")
+    table.to_parquet(run.path(f["packets"]), index=False)
+    ports = table["sport"].unique()
+    if len(ports) != 1:
+        raise RuntimeError(f"ITGSend used {len(ports)} source ports, expected one flow")
+    return len(table), int(table["rx_ns"].notna().sum()), int(ports[0])
+
+
+def _check_truth(meta, result):
+    """The join must account for every packet the generators counted."""
+    for name, c in result.truth.items():
+        if "sent" not in c:
+            continue
+        if c["sent"] != result.sent[name]:
+            meta["warnings"].append(f"truth: {name}: {c['sent']} packets joined, "
+                                    f"{result.sent[name]} sent")
+        if c.get("records_unmatched"):
+            meta["warnings"].append(f"truth: {name}: {c['records_unmatched']} of its records "
+                                    "could not be tied to a packet sent")

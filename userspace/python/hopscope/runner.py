@@ -1,0 +1,303 @@
+"""run_condition: one condition of a scenario, once, on a fresh testbed.
+
+Testbed up (HS_PREFIX=prefix) -> receivers -> recorder -> senders -> wait ->
+receivers and recorder stopped -> testbed down, always, also on an error or
+Ctrl-C. Then the generators' logs are decoded and, with a record file, joined
+to the records (truth.py). The folder gets run.hsr, the generator logs and
+tables, scenario.toml and metadata.json (traffic/README.md).
+"""
+import ctypes
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from . import ditg, iperf
+from .results import collect
+from .runstats import Counters, read_text, write_json
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__)))))
+HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
+TESTBED = os.path.join(ROOT, "testbed", "testbed.sh")
+ADDRESSES = {"sender1": "198.18.1.2", "sender2": "198.18.2.2", "receiver": "198.18.3.2"}
+FORMAT = "hopscope-run/1"
+READY_S = 10        # receivers and recorder must be ready within this
+SETTLE_S = 0.5      # after the senders: packets still in flight arrive
+GRACE_S = 15        # a sender may overrun its planned time by this much (+ 50 %)
+
+
+class RunError(Exception):
+    """The run could not be done; the testbed is down again when this is raised."""
+
+
+@dataclass
+class RunResult:
+    sent: dict                  # sender -> packets its generator sent
+    received: dict              # sender -> packets its receiver got
+    forwarded: int              # r-rx tx_packets delta (control packets included)
+    complete: int | None        # complete records; None without a recording
+    paths: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    truth: dict | None = None   # truth.truth_counts per sender (with a recording)
+
+
+def run_condition(cond, outdir, prefix="hs-", record=True):
+    """Run cond once into outdir (made if missing); see the module docstring."""
+    if os.geteuid() != 0:
+        raise RunError("must run as root (network namespaces, BPF)")
+    tools = {"ITGSend", "ITGRecv", "ITGDec"} if any(s.generator == "ditg" for s in cond.senders) \
+        else set()
+    tools |= {"iperf3"} if any(s.generator == "iperf3" for s in cond.senders) else set()
+    missing = sorted(t for t in tools if not shutil.which(t))
+    if missing:
+        raise RunError(f"{', '.join(missing)} not found: run scripts/install-deps.sh")
+    if record and not os.access(HOPSCOPE, os.X_OK):
+        raise RunError(f"{HOPSCOPE} not found: run make")
+    run = _Run(cond, os.path.abspath(outdir), prefix, record)
+    try:
+        return run.go()
+    except BaseException as e:
+        # what failed and what had been done, for whoever looks at the folder
+        run.meta["error"] = f"{type(e).__name__}: {e}"
+        if os.path.isdir(run.out):
+            write_json(run.path("metadata.json"), run.meta)
+        raise
+    finally:
+        run.cleanup()
+
+
+class _Run:
+    def __init__(self, cond, outdir, prefix, record):
+        self.cond, self.out, self.prefix, self.record = cond, outdir, prefix, record
+        self.procs = []  # (name, Popen), stopped at cleanup
+        self.meta = {"format": FORMAT, "condition": cond.to_dict(), "scenario": cond.scenario,
+                     "prefix": prefix, "record": record, "addresses": ADDRESSES,
+                     "senders": {}, "warnings": []}
+        self.up = False
+        self.rxcount = None
+
+    def path(self, name):
+        return os.path.join(self.out, name)
+
+    def testbed(self, *args):
+        env = dict(os.environ, HS_PREFIX=self.prefix)
+        r = subprocess.run([TESTBED, *args], env=env, capture_output=True, text=True)
+        with open(self.path("testbed.log"), "a") as f:
+            f.write(f"$ testbed.sh {' '.join(args)}\n{r.stdout}{r.stderr}")
+        if r.returncode != 0:
+            raise RunError(f"testbed.sh {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
+        return r.stdout.strip()
+
+    def ns(self, role):
+        return self.prefix + role
+
+    def spawn(self, name, role, cpu, argv, stdout, env=None, stdin=subprocess.DEVNULL):
+        cmd = ["ip", "netns", "exec", self.ns(role), "taskset", "-c", str(cpu), *argv]
+        with open(self.path(stdout), "wb") as out, open(self.path(f"{name}.stderr"), "wb") as err:
+            p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=stdin,
+                                 env=dict(os.environ, **(env or {})),
+                                 preexec_fn=_end_with_parent(os.getpid()))
+        self.procs.append((name, p))
+        return p
+
+    def go(self):
+        cond, t_start = self.cond, time.monotonic()
+        os.makedirs(self.out, exist_ok=True)
+        with open(self.path("scenario.toml"), "w") as f:
+            f.write(cond.source_text)
+        self.testbed("down")  # what an interrupted run with this prefix left
+        tb = cond.testbed
+        self.up = True
+        self.testbed("up", "--mode", tb["mode"], "--shape", tb["shape"],
+                     *(["--sink"] if tb["sink"] else []))
+        cpus = {r: int(self.testbed("cpu", r)) for r in ("sender", "router", "receiver")}
+        self.meta["cpus"] = cpus
+        counters = Counters(self.prefix, tb["sink"], self.testbed)
+        counters.before()
+        self.start_receivers(cpus["receiver"])
+        if self.record:
+            self.start_recorder(cpus["router"])
+        self.meta["senders_start_realtime_ns"] = time.time_ns()
+        self.run_senders(cpus)
+        time.sleep(SETTLE_S)
+        self.stop_receivers()
+        if self.record:
+            self.stop_recorder()
+        counters.after()
+        self.teardown()
+        self.meta["interfaces"] = counters.deltas()
+        self.meta["seconds"] = time.monotonic() - t_start
+        result = collect(self, counters)
+        result.seconds = self.meta["seconds"]
+        return result
+
+    # ---- receivers and recorder
+
+    def start_receivers(self, cpu):
+        checks = []
+        self.signal_ports = ditg.signal_ports(self.cond.senders)
+        for s in self.cond.senders:
+            if s.generator == "ditg":
+                argv = ditg.receiver_command(self.signal_ports[s.name],
+                                             self.path(f"{s.name}.ditg-recv.log"))
+                self.spawn(f"{s.name}.ITGRecv", "receiver", cpu, argv, f"{s.name}.ITGRecv.stdout",
+                           env=ditg.ENV)
+                checks.append(self.signal_ports[s.name])
+            else:
+                self.spawn(f"{s.name}.iperf3-server", "receiver", cpu, iperf.server_command(s),
+                           f"{s.name}.iperf3-server.json")
+                checks.append(s.port)
+        ns = ["ip", "netns", "exec", self.ns("receiver")]
+        for port in checks:
+            self.wait(lambda: _listening(ns, port), f"a receiver listening on port {port}")
+        counted = [s for s in self.cond.senders
+                   if s.generator == "iperf3" and s.protocol == "udp" and not self.cond.testbed["sink"]]
+        if counted:
+            # iperf3's server misses its last datagrams: count them in the kernel (rxcount.py)
+            specs = [f"{s.name}={ADDRESSES[s.namespace]}:{s.port}:{28 + s.size['value']}"
+                     for s in counted]
+            env = {"PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+            self.rxcount = self.spawn("rxcount", "receiver", cpu,
+                                      [sys.executable, "-m", "hopscope.rxcount", "rx-eth0", *specs],
+                                      "rxcount.json", env=env, stdin=subprocess.PIPE)
+            self.wait(lambda: "ready" in read_text(self.path("rxcount.json")),
+                      "the receive counter", self.rxcount)
+
+    def start_recorder(self, cpu):
+        t = self.cond.tracer
+        argv = [HOPSCOPE, "record", "--netns", self.ns("router"), "--in", "r-s1,r-s2",
+                "--out", "r-rx", "-o", self.path("run.hsr"),
+                "--backend", t["backend"], "--xdp-mode", t["xdp_mode"],
+                "--ring", str(t["ring_mib"]), "--slots", str(t["slots"])]
+        argv += ["--stages", ",".join(t["stages"])] if t["stages"] else []
+        argv += [] if t["drops"] else ["--no-drops"]
+        self.meta["recorder"] = {"command": argv}
+        with open(self.path("recorder.stderr"), "wb") as err:
+            p = subprocess.Popen(["taskset", "-c", str(cpu), *argv], stdout=subprocess.DEVNULL,
+                                 stderr=err, stdin=subprocess.DEVNULL,
+                                 preexec_fn=_end_with_parent(os.getpid()))
+        self.procs.append(("recorder", p))
+        self.recorder = p
+        self.wait(lambda: "recording" in read_text(self.path("recorder.stderr")),
+                  "the recorder to attach", p)
+
+    def stop_recorder(self):
+        p = self.recorder
+        p.send_signal(signal.SIGINT)
+        try:
+            p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            raise RunError("the recorder did not stop within 30 s of SIGINT")
+        self.meta["recorder"]["exit"] = p.returncode
+        if p.returncode != 0:
+            raise RunError(f"the recorder failed (exit {p.returncode}): "
+                           f"{read_text(self.path('recorder.stderr'))[-500:]}")
+
+    def wait(self, ready, what, proc=None):
+        end = time.monotonic() + READY_S
+        while not ready():
+            if proc is not None and proc.poll() is not None:
+                raise RunError(f"waiting for {what}: it exited ({proc.returncode})")
+            if time.monotonic() > end:
+                raise RunError(f"waited {READY_S} s for {what}")
+            time.sleep(0.05)
+
+    # ---- senders
+
+    def run_senders(self, cpus):
+        rx = ADDRESSES["receiver"]
+        t0 = time.monotonic()
+        running = []
+        for s in sorted(self.cond.senders, key=lambda s: s.start):
+            delay = t0 + s.start - time.monotonic()
+            if delay > 0:
+                time.sleep(delay)
+            cpu = cpus[s.cpu] if isinstance(s.cpu, str) else s.cpu
+            if s.generator == "ditg":
+                files = {"send_log": f"{s.name}.ditg-send.log", "recv_log": f"{s.name}.ditg-recv.log",
+                         "packets": f"{s.name}.packets.parquet"}
+                argv = ditg.sender_command(s, rx, self.signal_ports[s.name],
+                                           self.path(files["send_log"]))
+                p = self.spawn(s.name, s.namespace, cpu, argv, f"{s.name}.stdout", env=ditg.ENV)
+            else:
+                files = {"client": f"{s.name}.iperf3-client.json",
+                         "server": f"{s.name}.iperf3-server.json"}
+                argv = iperf.client_command(s, rx)
+                p = self.spawn(s.name, s.namespace, cpu, argv, files["client"])
+            self.meta["senders"][s.name] = {"generator": s.generator, "namespace": s.namespace,
+                                            "address": ADDRESSES[s.namespace], "cpu": cpu,
+                                            "command": argv, "files": files}
+            running.append((s, p, t0 + s.start + s.seconds() * 1.5 + GRACE_S))
+        for s, p, deadline in running:
+            try:
+                p.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise RunError(f"sender {s.name} ({s.generator}) did not finish within "
+                               f"{s.seconds() * 1.5 + GRACE_S:.0f} s of its start")
+            self.meta["senders"][s.name]["exit"] = p.returncode
+            if p.returncode != 0:
+                raise RunError(f"sender {s.name} ({s.generator}) failed (exit {p.returncode}): "
+                               f"{read_text(self.path(s.name + '.stderr'))[-500:]}")
+
+    def stop_receivers(self):
+        logs = [self.path(m["files"]["recv_log"]) for m in self.meta["senders"].values()
+                if "recv_log" in m["files"]]
+        ditg.wait_logs_closed(logs)
+        if self.rxcount:
+            self.rxcount.stdin.close()
+            self.rxcount.wait(timeout=10)
+            self.meta["rxcount"] = json.loads(read_text(self.path("rxcount.json")).split("\n")[1])
+        for name, p in self.procs:
+            if name.endswith("iperf3-server"):
+                try:
+                    p.wait(timeout=10)  # -1: it ends with its test
+                except subprocess.TimeoutExpired:
+                    raise RunError(f"{name} did not end after its test")
+            elif name.endswith("ITGRecv"):
+                p.terminate()
+                p.wait(timeout=10)
+
+    def teardown(self):
+        for name, p in reversed(self.procs):
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=3)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        if self.up:
+            self.testbed("down")
+            self.up = False
+
+    def cleanup(self):
+        """Whatever is left, stopped; never raises over the run's own error."""
+        try:
+            self.teardown()
+        except Exception as e:  # noqa: BLE001 - reported, the original error wins
+            self.meta["warnings"].append(f"cleanup: {e}")
+
+
+def _end_with_parent(parent):
+    """A preexec_fn: the child gets SIGTERM when this process ends, however it ends
+    (kill -9 included), so no recorder or generator outlives its run. The recorder
+    ends cleanly on SIGTERM (links detached, file closed); `ip netns exec` and
+    taskset exec without forking, so the setting reaches the program itself."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec():
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:     # the parent ended before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+    return preexec
+
+
+def _listening(ns_exec, port):
+    out = subprocess.run(ns_exec + ["ss", "-Hltn", f"sport = :{port}"],
+                         capture_output=True, text=True).stdout
+    return bool(out.strip())

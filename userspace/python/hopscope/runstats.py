@@ -1,0 +1,81 @@
+"""What the kernel counted during a run, outside the tracer: every testbed
+interface's packets and drops, the receiver's UDP errors, the sink. Taken
+before the senders start and after they stop; the runner keeps the deltas."""
+import json
+import os
+import subprocess
+
+ROLES = ("sender1", "sender2", "router", "receiver")
+FIELDS = ("packets", "bytes", "dropped", "errors")
+
+
+def _links(ns):
+    out = subprocess.run(["ip", "-n", ns, "-s", "-j", "link", "show"], capture_output=True,
+                         text=True, check=True).stdout
+    stats = {}
+    for link in json.loads(out):
+        if link["ifname"] == "lo":
+            continue
+        s = link["stats64"]
+        stats[link["ifname"]] = {f"{d}_{f}": s[d][f] for d in ("rx", "tx") for f in FIELDS}
+    return stats
+
+
+def _udp(ns):
+    """/proc/net/snmp's Udp counters as the namespace sees them."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"],
+                         capture_output=True, text=True, check=True).stdout
+    rows = [line.split()[1:] for line in out.splitlines() if line.startswith("Udp:")]
+    return {k: int(v) for k, v in zip(rows[0], rows[1])}
+
+
+class Counters:
+    def __init__(self, prefix, sink, testbed):
+        self.prefix, self.sink, self.testbed = prefix, sink, testbed
+        self.snaps = []
+
+    def snapshot(self):
+        snap = {role: _links(self.prefix + role) for role in ROLES}
+        snap["receiver_udp"] = _udp(self.prefix + "receiver")
+        if self.sink:
+            words = self.testbed("sink").split()  # "packets N bytes M"
+            snap["sink"] = {"packets": int(words[1]), "bytes": int(words[3])}
+        return snap
+
+    def before(self):
+        self.snaps = [self.snapshot()]
+
+    def after(self):
+        self.snaps.append(self.snapshot())
+
+    def deltas(self):
+        """{role: {interface: {counter: after - before}}, receiver_udp: {...}, sink: {...}}"""
+        a, b = self.snaps
+        return {k: _delta(a[k], b[k]) for k in a}
+
+    def forwarded(self):
+        return self.deltas()["router"]["r-rx"]["tx_packets"]
+
+
+def _delta(a, b):
+    if isinstance(a, dict):
+        return {k: _delta(a[k], b[k]) for k in a if k in b}
+    return b - a
+
+
+def write_json(path, obj):
+    """Whole or not at all: write a temporary file, then rename it."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_text(path):
+    """A file's text, or "" when it is not there (yet)."""
+    try:
+        with open(path, errors="replace") as f:
+            return f.read()
+    except OSError:
+        return ""
