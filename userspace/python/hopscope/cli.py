@@ -29,6 +29,10 @@ SUBCOMMANDS = {
     "describe": ("hopscope.cli:DESCRIBE",
                  "summarise a record file: run, interfaces, counts, delays"),
     "report": ("hopscope.report", "a PDF report of one or more runs: tables and the paper's figures"),
+    "campaign": ("hopscope.campaign",
+                 "run every condition of a scenario x its repetitions, resumable; summary"),
+    "throughput": ("hopscope.throughput",
+                   "lossless throughput of each condition of a scenario (binary search)"),
     "scenario": ("hopscope.scenario_cli",
                  "check a scenario file (traffic/README.md), or run each condition once"),
 }

@@ -1,0 +1,286 @@
+"""The CI campaign (traffic/campaigns/ci.toml: 2 conditions x 2 repetitions)
+end to end on the real testbed, recorder and generators, interrupted twice on
+the way: Ctrl-C during the second run, then kill -9 during the third. The
+third invocation must finish the campaign without redoing finished runs; then
+the summary, the dataset and the documented DuckDB query are checked against
+the record files themselves."""
+import fcntl
+import json
+import os
+import re
+import signal
+import time
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pytest
+
+import hopscope
+from hopscope.dataset import PART, partition
+from hopscope.scenario import load_scenario
+from hopscope.stats import stage_stats
+from test_campaign_env import (PREFIX, ROOT, hopscope as cli, our_namespaces, our_processes,
+                               stop_group, take_testbed_down, wait_for)
+
+CI = os.path.join(ROOT, "traffic", "campaigns", "ci.toml")
+DOC = os.path.join(ROOT, "docs", "campaigns.md")
+RUNS = 4
+
+
+def run_dirs(out):
+    base = os.path.join(out, "runs")
+    return sorted(os.path.join(base, c, r) for c in sorted(os.listdir(base))
+                  for r in os.listdir(os.path.join(base, c))) if os.path.isdir(base) else []
+
+
+def metadata(run_dir):
+    try:
+        with open(os.path.join(run_dir, "metadata.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def finished(out):
+    return [d for d in run_dirs(out) if ((metadata(d) or {}).get("campaign") or {}).get("finished")]
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    """Runs the campaign in three invocations; returns what each did."""
+    out = str(tmp_path_factory.mktemp("campaign") / "ci")
+    take_testbed_down()
+    procs = []
+    try:
+        # 1: Ctrl-C (SIGINT to the job's process group) once run 2 is under way
+        p = cli("campaign", CI, "-o", out, "--prefix", PREFIX)
+        procs.append(p)
+        assert wait_for(lambda: len(finished(out)) == 1 and len(run_dirs(out)) == 2, 120), \
+            "first run did not finish: " + str(run_dirs(out))
+        stop_group(p, signal.SIGINT)
+        _, err1 = p.communicate(timeout=60)
+        assert p.returncode == 130, err1
+        assert not our_namespaces(), "Ctrl-C left the testbed up"
+        first = {d: metadata(d)["campaign"]["started"] for d in finished(out)}
+
+        # 2: kill -9 of the campaign once run 3 is under way: it cleans nothing up,
+        # but the recorder and generators it started must end with it
+        p = cli("campaign", CI, "-o", out, "--prefix", PREFIX)
+        procs.append(p)
+        assert wait_for(lambda: len(finished(out)) == 2 and len(run_dirs(out)) == 3, 120)
+        time.sleep(1)  # into the run: testbed up, generators started
+        assert our_processes(), "run 3 should be under way"
+        os.kill(p.pid, signal.SIGKILL)
+        p.communicate()
+        assert wait_for(lambda: not our_processes(), 15), \
+            f"kill -9 of the campaign left {our_processes()}"
+        second = {d: metadata(d)["campaign"]["started"] for d in finished(out)}
+        half = [d for d in run_dirs(out) if d not in second]
+
+        # 3: to the end
+        t3 = time.time()
+        p = cli("campaign", CI, "-o", out, "--prefix", PREFIX)
+        procs.append(p)
+        _, err3 = p.communicate(timeout=240)
+        assert p.returncode == 0, err3
+        yield dict(out=out, err1=err1, err3=err3, first=first, second=second, half=half, t3=t3)
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                stop_group(p)
+        take_testbed_down()
+
+
+@pytest.fixture(scope="module")
+def records(campaign):
+    """Each run's record file, loaded: {(condition, repetition): DataFrame}."""
+    out = {}
+    for d in run_dirs(campaign["out"]):
+        c = metadata(d)["campaign"]
+        out[(c["condition_name"], c["repetition"])] = hopscope.load(os.path.join(d, "run.hsr"))
+    return out
+
+
+def test_interrupted_campaign_resumes_without_redoing_finished_runs(campaign):
+    out = campaign["out"]
+    assert "interrupted; 1 of 4 runs finished" in campaign["err1"]
+    assert len(campaign["first"]) == 1 and len(campaign["second"]) == 2
+    assert len(campaign["half"]) == 1, "kill -9 should leave run 3 half done"
+    assert "2 of 4 runs already finished" in campaign["err3"]
+    assert "4 of 4 runs finished" in campaign["err3"]
+    done = {d: metadata(d)["campaign"]["started"] for d in finished(out)}
+    assert len(done) == RUNS == len(run_dirs(out))
+    for d, started in campaign["second"].items():  # finished before: kept as they were
+        assert done[d] == started
+    for d in set(done) - set(campaign["second"]):  # the killed run was done again
+        assert done[d] >= campaign["t3"]
+    assert not our_namespaces()
+
+
+def test_every_run_folder_has_its_files(campaign):
+    for d in run_dirs(campaign["out"]):
+        names = os.listdir(d)
+        for want in ("run.hsr", "scenario.toml", "metadata.json"):
+            assert want in names, (d, names)
+        with open(os.path.join(d, "scenario.toml")) as f, open(CI) as g:
+            assert f.read() == g.read()
+
+
+def test_each_run_counts_what_its_generators_router_and_recorder_did(campaign, records):
+    asked = {c.name: sum(s.packets() for s in c.senders)
+             for c in load_scenario(CI).conditions()}
+    for d in run_dirs(campaign["out"]):
+        meta = metadata(d)
+        c, n = meta["campaign"], meta["campaign"]["counts"]
+        assert n["sent"] == asked[c["condition_name"]] == sum(
+            s["sent"] for s in meta["senders"].values()), (d, n)
+        # iperf3's server may count one packet fewer than its client sent
+        # (its own accounting: the router forwarded them all)
+        assert n["sent"] - len(meta["senders"]) <= n["received"] <= n["sent"], (d, n)
+        # the generators' control traffic crosses the router too
+        assert n["forwarded"] >= n["received"], (d, n)
+        df = records[(c["condition_name"], c["repetition"])]
+        assert n["records"] == len(df)
+        assert n["complete"] == int((df["status"] == "complete").sum()) > 0.99 * n["sent"]
+
+
+def test_dataset_holds_every_record_with_portable_types(campaign, records):
+    ds = pads.dataset(os.path.join(campaign["out"], "packets"), format="parquet",
+                      partitioning="hive")
+    allowed = {pa.int16(), pa.int32(), pa.int64(), pa.float64(), pa.string()}
+    for f in ds.schema:
+        if f.name == "repetition":
+            continue
+        # Spark reads these as short, int, long, double, string: no unsigned,
+        # no dictionary-only categoricals, no null-typed columns
+        assert f.type in allowed, (f.name, f.type)
+    t = ds.to_table()
+    assert t.num_rows == sum(len(df) for df in records.values())
+    for (cond, rep), df in records.items():
+        part = pd.read_parquet(os.path.join(partition(campaign["out"], cond, rep), PART))
+        assert len(part) == len(df)
+        np.testing.assert_array_equal(part["t1"], df["t1"])
+        np.testing.assert_array_equal(part["key"], df["key"].astype(np.int64))
+        assert list(part["status"]) == list(df["status"].astype(str))
+        assert part["d_iq"].isna().sum() == df["d_iq"].isna().sum()
+
+
+def documented(lang):
+    """The one ```lang block of docs/campaigns.md."""
+    with open(DOC) as f:
+        blocks = re.findall(rf"```{lang}\n(.*?)```", f.read(), re.S)
+    assert len(blocks) == 1, f"docs/campaigns.md should have one {lang} block"
+    return blocks[0]
+
+
+def test_documented_duckdb_query_gives_each_runs_delays(campaign, records):
+    sql = documented("sql").replace("results/ci/", campaign["out"] + "/")
+    got = duckdb.sql(sql).df()
+    assert len(got) == RUNS
+    for row in got.itertuples():
+        df = records[(row.condition, row.repetition)]
+        d_iq = df.loc[df["status"] == "complete", "d_iq"].to_numpy()
+        assert row.packets == len(d_iq)
+        assert row.d_iq_p50_us == pytest.approx(np.nanquantile(d_iq, 0.5) / 1e3)
+        assert row.d_iq_p99_us == pytest.approx(np.nanquantile(d_iq, 0.99) / 1e3)
+
+
+def test_documented_spark_query_when_pyspark_is_installed(campaign, records):
+    pytest.importorskip("pyspark")
+    code = documented("python").replace("results/ci/", campaign["out"] + "/")
+    scope = {}
+    exec(code, scope)
+    rows = scope["per_run"].collect()
+    assert len(rows) == RUNS
+    for r in rows:
+        df = records[(r["condition"], r["repetition"])]
+        assert r["packets"] == int((df["status"] == "complete").sum())
+    scope["spark"].stop()
+
+
+def test_summary_tables_and_pdf(campaign, records):
+    out = campaign["out"]
+    runs = pd.read_csv(os.path.join(out, "runs.csv"))
+    summary = pd.read_csv(os.path.join(out, "summary.csv"))
+    pd.testing.assert_frame_equal(pd.read_parquet(os.path.join(out, "summary.parquet")), summary,
+                                  check_dtype=False)
+    stages = ["d_iq", "d_p", "d_oq", "transit"]
+    assert len(runs) == RUNS * len(stages)
+    assert len(summary) == 2 * len(stages) and (summary["runs"] == 2).all()
+    for (cond, rep), df in records.items():  # runs.csv is stats.stage_stats of each run
+        want = stage_stats(df).set_index("stage")
+        got = runs[(runs["condition"] == cond) & (runs["repetition"] == rep)].set_index("stage")
+        for stage in stages:
+            for stat in ("count", "mean", "p50", "p99", "p99_9", "max"):
+                assert got.loc[stage, stat] == pytest.approx(want.loc[stage, stat]), (stage, stat)
+    for row in summary.itertuples():  # summary = mean and std over the repetitions
+        per_run = runs[(runs["condition"] == row.condition) & (runs["stage"] == row.stage)]
+        assert row.p99_mean == pytest.approx(per_run["p99"].mean())
+        assert row.p99_std == pytest.approx(per_run["p99"].std())
+        assert row.count_mean == pytest.approx(per_run["count"].mean())
+    with open(os.path.join(out, "summary.pdf"), "rb") as f:
+        pdf = f.read()
+    assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page ") >= 3
+
+
+def test_list_says_every_run_is_finished(campaign):
+    p = cli("campaign", CI, "-o", campaign["out"], "--list")
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0, err
+    assert out.count(": finished (") == RUNS and f"{RUNS} of {RUNS} runs finished" in out
+
+
+def test_a_changed_scenario_is_refused_before_anything_runs(campaign, tmp_path):
+    with open(CI) as f:
+        text = f.read()
+    changed = tmp_path / "ci.toml"
+    changed.write_text(_change_a_setting(text))
+    p = cli("campaign", changed, "-o", campaign["out"], "--prefix", PREFIX)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "other settings" in err, err
+    with open(os.path.join(campaign["out"], "scenario.toml")) as f:
+        assert f.read() == text  # the campaign's copy is untouched
+
+
+def _change_a_setting(text):
+    """ci.toml with its payload size changed (every condition's settings differ)."""
+    new, n = re.subn(r"(?m)^(\s*size\s*=\s*)(\d+)", lambda m: f"{m[1]}{int(m[2]) + 1}", text)
+    assert n, "ci.toml has no size = N line to change"
+    return new
+
+
+def test_user_errors_are_named(tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "notes.txt").write_text("mine")
+    p = cli("campaign", CI, "-o", other)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "holds no campaign" in err, err
+    assert os.listdir(other) == ["notes.txt"]
+
+    bad = tmp_path / "bad.toml"
+    bad.write_text("no_such_key = 1\n")
+    p = cli("campaign", bad, "-o", tmp_path / "new")
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "bad.toml" in err, err
+    assert not (tmp_path / "new").exists()
+
+    p = cli("campaign", CI)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 2 and "-o" in err
+
+
+def test_a_folder_is_locked_while_a_campaign_writes_it(tmp_path):
+    out = tmp_path / "locked"
+    out.mkdir()
+    (out / "campaign.json").write_text('{"format": "hopscope-campaign/1"}')
+    with open(out / ".lock", "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        held.write("12345")
+        held.flush()
+        p = cli("campaign", CI, "-o", out, "--prefix", PREFIX)
+        _, err = p.communicate(timeout=60)
+    assert p.returncode == 1 and "another campaign (pid 12345)" in err, err

@@ -1,0 +1,320 @@
+"""`hopscope campaign SCENARIO -o DIR`: every condition of a scenario times its
+repetitions, each run in its own folder, resumable; docs/campaigns.md.
+
+    DIR/campaign.json                        what this folder holds (and that it is a campaign)
+    DIR/scenario.toml                        the scenario as last read
+    DIR/runs/CONDITION/repN/                 run.hsr, generator logs, scenario.toml, metadata.json
+    DIR/packets/condition=C/repetition=N/    the runs' records as one Parquet dataset (dataset.py)
+    DIR/runs.*, DIR/summary.*                the statistics tables and PDF (summary.py)
+
+A run is finished when its metadata.json holds "campaign": {"finished": true}.
+That is written last, once the run's records are in the dataset and its
+statistics computed, so a run stopped at any point (Ctrl-C, kill, a crash) is
+done again from scratch by the next invocation, and a finished one never is.
+"""
+import fcntl
+import json
+import os
+import shutil
+import signal
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+
+from . import dataset, summary
+from .load import load
+from .progress import Progress
+from .reader import RecordFileWarning
+from .runner import run_condition
+
+FORMAT = "hopscope-campaign/1"
+KEY = "campaign"  # our part of each run's metadata.json
+
+
+class CampaignError(Exception):
+    pass
+
+
+@dataclass
+class Run:
+    condition: object  # scenario.Condition
+    repetition: int    # from 1
+    dir: str
+
+    @property
+    def label(self):
+        return f"{self.condition.name} rep {self.repetition}"
+
+
+def plan(scenario, outdir):
+    """Every run of the scenario, conditions in file order, repetitions within."""
+    return [Run(c, k, os.path.join(outdir, "runs", c.name, f"rep{k}"))
+            for c in scenario.conditions() for k in range(1, c.repetitions + 1)]
+
+
+def metadata_path(run_dir):
+    return os.path.join(run_dir, "metadata.json")
+
+
+def read_metadata(run_dir):
+    """A run's metadata.json as a dict; None when it is missing or not whole JSON."""
+    try:
+        with open(metadata_path(run_dir)) as f:
+            meta = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return meta if isinstance(meta, dict) else None
+
+
+def finished(run):
+    """The run's metadata when it is finished, else None. A finished run of a
+    different condition under the same name is an error: its results would be
+    mixed with this scenario's."""
+    meta = read_metadata(run.dir)
+    if not meta or not isinstance(meta.get(KEY), dict) or meta[KEY].get("finished") is not True:
+        return None
+    was, now = meta[KEY].get("condition"), _jsonable(run.condition.to_dict())
+    if was != now:
+        diff = sorted(k for k in set(was or {}) | set(now) if (was or {}).get(k) != now.get(k))
+        raise CampaignError(
+            f"{run.dir} holds a finished run of condition {run.condition.name!r} with other "
+            f"settings ({', '.join(diff) or 'all'} differ from the scenario's): give this "
+            "scenario its own -o folder, or remove that run folder to run it again")
+    return meta
+
+
+def _jsonable(d):
+    """d as it reads back from JSON (tuples become lists), for comparing."""
+    return json.loads(json.dumps(d))
+
+
+def _write_json(path, obj):
+    """Whole or not at all: a reader never sees half a file."""
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(obj, f, indent=2)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def execute(run, outdir, prefix):
+    """Do one run from scratch and mark it finished; returns its metadata."""
+    shutil.rmtree(run.dir, ignore_errors=True)
+    dataset.remove_run(outdir, run.condition.name, run.repetition)
+    os.makedirs(run.dir)
+    started = time.time()
+    result = run_condition(run.condition, run.dir, prefix=prefix, record=True)
+    with warnings.catch_warnings():  # its problems are kept and reported with the run
+        warnings.simplefilter("ignore", RecordFileWarning)
+        df = load(os.path.join(run.dir, "run.hsr"))
+    stats = summary.run_stats(df)
+    part = dataset.write_run(df, outdir, run.condition.name, run.repetition)
+    meta = read_metadata(run.dir) or {}
+    meta[KEY] = {
+        "finished": True,
+        "condition_name": run.condition.name,
+        "repetition": run.repetition,
+        "condition": _jsonable(run.condition.to_dict()),
+        "started": started,
+        "seconds": time.time() - started,
+        "counts": counts(result, df),
+        "problems": list(df.attrs.get("problems") or ()),
+        "dataset": os.path.relpath(part, outdir),
+        "stats": stats,
+    }
+    _write_json(metadata_path(run.dir), meta)
+    return meta
+
+
+def counts(result, df):
+    """What one run counted: generators, router, recorder."""
+    return {
+        "sent": sum(result.sent.values()),
+        "received": sum(result.received.values()),
+        "forwarded": result.forwarded,
+        "complete": int((df["status"] == "complete").sum()),
+        "records": len(df),
+    }
+
+
+def _note(meta):
+    c = meta[KEY]["counts"]
+    return ", ".join(f"{k} {c[k]}" for k in ("sent", "received", "forwarded", "complete"))
+
+
+class _Lock:
+    """One campaign at a time per folder."""
+
+    def __init__(self, outdir):
+        self.path = os.path.join(outdir, ".lock")
+
+    def __enter__(self):
+        self.f = open(self.path, "a+")
+        try:
+            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self.f.seek(0)
+            pid = self.f.read().strip() or "?"
+            self.f.close()
+            raise CampaignError(f"another campaign (pid {pid}) is writing "
+                                f"{os.path.dirname(self.path)}; wait for it or stop it")
+        self.f.truncate(0)
+        self.f.write(str(os.getpid()))
+        self.f.flush()
+        return self
+
+    def __exit__(self, *exc):
+        self.f.close()
+
+
+def prepare(outdir, scenario_path):
+    """Make outdir a campaign folder; refuse a folder that holds something else."""
+    marker = os.path.join(outdir, "campaign.json")
+    if os.path.isdir(outdir) and os.listdir(outdir) and not os.path.exists(marker):
+        raise CampaignError(f"{outdir} is not empty and holds no campaign (no campaign.json): "
+                            "give a new or empty folder")
+    os.makedirs(outdir, exist_ok=True)
+    if not os.path.exists(marker):
+        _write_json(marker, {"format": FORMAT, "created": time.time(),
+                             "scenario": os.path.abspath(scenario_path)})
+
+
+def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False):
+    """Every run not yet finished, then the summary. Returns the exit status:
+    0 all finished, 1 some failed, 130 interrupted (rerun to resume)."""
+    prepare(outdir, scenario_path)
+    with _Lock(outdir):
+        runs = plan(scenario, outdir)
+        done = [finished(r) for r in runs]  # metadata, or None while to do
+        with open(os.path.join(outdir, "scenario.toml"), "w") as f:
+            f.write(scenario.source_text)
+        todo = [i for i, m in enumerate(done) if not m]
+        before = [m[KEY]["seconds"] for m in done if m]
+        progress = Progress(len(runs), done=len(runs) - len(todo),
+                            estimate=sum(before) / len(before) if before else None)
+        if len(todo) < len(runs):
+            progress.message(f"{len(runs) - len(todo)} of {len(runs)} runs already finished "
+                             f"in {outdir}; running the other {len(todo)}")
+        failed = []
+        status = 0
+        try:
+            with _sigterm_as_interrupt():
+                for i in todo:
+                    run = runs[i]
+                    progress.start(run.label)
+                    try:
+                        meta = execute(run, outdir, prefix)
+                    except KeyboardInterrupt:
+                        raise
+                    except Exception as e:  # the run's own failure: say which, go on or stop
+                        progress.fail(f"{type(e).__name__}: {e}")
+                        failed.append(run)
+                        if not keep_going:
+                            break
+                        continue
+                    done[i] = meta
+                    for p in meta[KEY]["problems"]:
+                        progress.message(f"{run.label}: record file: {p}")
+                    progress.finish(_note(meta))
+        except KeyboardInterrupt:
+            progress.close()
+            n = sum(1 for m in done if m)
+            print(f"campaign: interrupted; {n} of {len(runs)} runs finished. Run the same "
+                  "command again to do the rest.", file=sys.stderr)
+            return 130
+        progress.close()
+        finished_runs = [m for m in done if m]
+        out = sys.stderr
+        if finished_runs:
+            paths = summary.write([_summary_entry(m) for m in finished_runs], outdir,
+                                  title=f"{os.path.basename(scenario_path)}: "
+                                        f"{len(finished_runs)} of {len(runs)} runs")
+            print(f"campaign: {len(finished_runs)} of {len(runs)} runs finished in {outdir}; "
+                  f"summary: {', '.join(os.path.basename(p) for p in paths)}", file=out)
+        if failed or len(finished_runs) < len(runs):
+            left = len(runs) - len(finished_runs)
+            print(f"campaign: {len(failed)} run(s) failed, {left} not finished: "
+                  + ", ".join(r.label for r in failed)
+                  + ". Run the same command again to retry them.", file=out)
+            status = 1
+        return status
+
+
+def _summary_entry(meta):
+    c = meta[KEY]
+    return {"condition": c["condition_name"], "repetition": c["repetition"],
+            "stats": c["stats"], "counts": c["counts"]}
+
+
+class _sigterm_as_interrupt:
+    """kill (SIGTERM) stops a campaign like Ctrl-C: the current run's testbed
+    is taken down by the runner's own cleanup."""
+
+    def __enter__(self):
+        self.old = signal.signal(signal.SIGTERM, self._raise)
+
+    def __exit__(self, *exc):
+        signal.signal(signal.SIGTERM, self.old)
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt
+
+
+# ---- `hopscope campaign` ----
+
+def add_arguments(p):
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml), see traffic/")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help="campaign folder: new, empty, or one this scenario ran in before "
+                        "(its finished runs are kept)")
+    p.add_argument("--prefix", default="hs-", metavar="P",
+                   help="testbed namespace prefix (HS_PREFIX; default hs-)")
+    p.add_argument("--keep-going", action="store_true",
+                   help="after a failed run, go on with the others (default: stop)")
+    p.add_argument("--list", action="store_true",
+                   help="list the runs and which are finished; run nothing")
+    p.epilog = ("Each run: testbed up, recorder and senders, testbed down; its folder gets\n"
+                "run.hsr, the generator logs, the scenario and metadata.json. Interrupted\n"
+                "(Ctrl-C, kill)? Run the same command again: finished runs are kept.\n"
+                "Results: DIR/summary.{csv,parquet,pdf}, DIR/runs.{csv,parquet} and the\n"
+                "Parquet dataset DIR/packets/ (docs/campaigns.md has DuckDB and Spark queries).\n\n"
+                "examples:\n"
+                "  hopscope campaign traffic/campaigns/ci.toml -o results/ci/\n"
+                "  hopscope campaign traffic/paper/table1.toml -o results/table1/ --list")
+
+
+def run(args, parser):
+    from .scenario import ScenarioError, load_scenario
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as e:
+        print(f"hopscope campaign: {e}", file=sys.stderr)
+        return 1
+    try:
+        if args.list:
+            return _list(scenario, args.output)
+        if os.geteuid() != 0:
+            print("hopscope campaign: must run as root (network namespaces, BPF)",
+                  file=sys.stderr)
+            return 1
+        return run_campaign(scenario, args.scenario, args.output, prefix=args.prefix,
+                            keep_going=args.keep_going)
+    except CampaignError as e:
+        print(f"hopscope campaign: {e}", file=sys.stderr)
+        return 1
+
+
+def _list(scenario, outdir):
+    runs = plan(scenario, outdir)
+    n = 0
+    for r in runs:
+        meta = finished(r)
+        n += meta is not None
+        state = f"finished ({_note(meta)})" if meta else "to do"
+        print(f"{r.label}: {state}")
+    print(f"{n} of {len(runs)} runs finished in {outdir}")
+    return 0

@@ -1,0 +1,92 @@
+"""The campaign summary as a PDF: one page of plots (each stage's p50, p99,
+p99.9 and max per condition, mean over repetitions with their spread as error
+bars) and pages of tables (the summary, then every run's counts)."""
+import matplotlib
+
+matplotlib.use("Agg")  # files only; never a display
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+
+from .stats import STAGES  # noqa: E402
+
+PLOTTED = (("p50", "o"), ("p99", "s"), ("p99_9", "^"), ("max", "v"))
+ROWS_PER_PAGE = 40
+US = 1e3  # ns per microsecond
+
+
+def draw(summary, runs, path, title):
+    with PdfPages(path) as pdf:
+        _plots(pdf, summary, title)
+        _table(pdf, _summary_rows(summary), "Per condition and stage: mean ± spread over "
+               "repetitions (µs; count in records)")
+        _table(pdf, _run_rows(runs), "Per run: packets the generators sent and received, "
+               "the router forwarded, the recorder saw complete")
+        info = pdf.infodict()
+        info["Title"] = title
+        info["Creator"] = "hopscope campaign"
+
+
+def _plots(pdf, summary, title):
+    fig, axes = plt.subplots(2, 2, figsize=(11.69, 8.27), squeeze=False)  # A4 landscape
+    conditions = list(dict.fromkeys(summary["condition"]))
+    for ax, stage in zip(axes.flat, STAGES):
+        rows = summary[summary["stage"] == stage].set_index("condition").reindex(conditions)
+        x = range(len(conditions))
+        for i, (stat, marker) in enumerate(PLOTTED):
+            if f"{stat}_mean" not in rows:
+                continue
+            shift = [v + (i - 1.5) * 0.08 for v in x]  # side by side, not on top
+            ax.errorbar(shift, rows[f"{stat}_mean"] / US, yerr=rows[f"{stat}_std"].fillna(0) / US,
+                        fmt=marker, capsize=3, label=stat.replace("_", "."))
+        ax.set_title(stage)
+        ax.set_yscale("log")
+        ax.set_ylabel("µs")
+        ax.set_xticks(list(x))
+        ax.set_xticklabels(conditions, rotation=20, ha="right", fontsize=9)
+        ax.grid(True, which="both", alpha=0.3)
+    axes.flat[0].legend(fontsize=9)
+    fig.suptitle(title)
+    fig.tight_layout()
+    pdf.savefig(fig)
+    plt.close(fig)
+
+
+def _summary_rows(summary):
+    header = ["condition", "stage", "runs", "count", "mean", "p50", "p99", "p99.9", "max"]
+    rows = []
+    for _, r in summary.iterrows():
+        cells = [r["condition"], r["stage"], f"{r['runs']}"]
+        for stat in ("count", "mean", "p50", "p99", "p99_9", "max"):
+            scale = 1 if stat == "count" else US
+            cells.append(_pm(r.get(f"{stat}_mean"), r.get(f"{stat}_std"), scale))
+        rows.append(cells)
+    return header, rows
+
+
+def _run_rows(runs):
+    header = ["condition", "repetition", "sent", "received", "forwarded", "complete"]
+    first = runs.drop_duplicates(["condition", "repetition"]) if len(runs) else runs
+    rows = [[str(r.get(c, "")) for c in header] for _, r in first.iterrows()]
+    return header, rows
+
+
+def _pm(mean, std, scale):
+    if mean is None or mean != mean:
+        return "-"
+    text = f"{mean / scale:.4g}"
+    return text if std is None or std != std else f"{text} ± {std / scale:.2g}"
+
+
+def _table(pdf, header_rows, caption):
+    header, rows = header_rows
+    for start in range(0, max(len(rows), 1), ROWS_PER_PAGE):
+        page = rows[start:start + ROWS_PER_PAGE] or [["-"] * len(header)]
+        fig, ax = plt.subplots(figsize=(11.69, 8.27))
+        ax.axis("off")
+        ax.set_title(caption, fontsize=10, loc="left")
+        t = ax.table(cellText=page, colLabels=header, loc="upper left", cellLoc="left")
+        t.auto_set_font_size(False)
+        t.set_fontsize(7)
+        t.auto_set_column_width(list(range(len(header))))
+        pdf.savefig(fig)
+        plt.close(fig)

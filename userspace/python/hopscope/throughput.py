@@ -1,0 +1,221 @@
+"""`hopscope throughput SCENARIO -o DIR`: per condition, the lossless
+throughput in the manner of RFC 2544 section 26.1: the highest offered rate at
+which the receivers got every packet the generators sent, found by binary
+search between --min and --max to within --resolution, each trial a fresh run
+of the condition (testbed up, senders, testbed down) without the recorder.
+
+Writes DIR/throughput.json (format in docs/campaigns.md; scenarios reuse it)
+and keeps each trial's folder under DIR/trials/CONDITION/.
+"""
+import json
+import math
+import os
+import shutil
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+from .progress import Progress
+from .runner import run_condition
+
+FORMAT = "hopscope-throughput/1"
+FILE = "throughput.json"
+# a trial whose senders offered less than this share of the asked rate did not
+# test that rate: the generator, not the router, set the limit
+REACHED = 0.95
+
+
+class ThroughputError(Exception):
+    pass
+
+
+@dataclass
+class Trial:
+    rate_pps: float     # asked for, total over the senders
+    sent: int           # by the generators
+    received: int       # by the generators' receivers
+    offered_pps: float  # sent / trial seconds
+    seconds: float      # the trial's wall time, testbed included
+
+    @property
+    def lossless(self):
+        return self.sent > 0 and self.received >= self.sent
+
+    @property
+    def reached(self):
+        return self.offered_pps >= REACHED * self.rate_pps
+
+
+def trials_needed(lo, hi, resolution):
+    """Trials one search takes at most: hi, lo (if above 0), then halvings."""
+    halvings = max(0, math.ceil(math.log2((hi - lo) / resolution))) if hi > lo else 0
+    return 1 + (lo > 0) + halvings
+
+
+def search(cond, lo, hi, resolution, run_trial, progress=None):
+    """Binary search for cond's lossless rate in [lo, hi] pps.
+
+    run_trial(cond, rate_pps, index) -> Trial. Returns (lossless_pps or None,
+    limited_by, trials): limited_by is "max" when hi itself was lossless,
+    "generator" when the senders could not offer a rate asked for (the result
+    is what they did offer, a lower bound), else "loss".
+    """
+    trials = []
+
+    def trial(rate):
+        if progress:
+            progress.start(f"{cond.name} at {rate:g} pps")
+        t = run_trial(cond, rate, len(trials))
+        trials.append(t)
+        if progress:
+            progress.finish(f"sent {t.sent}, received {t.received}, offered {t.offered_pps:.0f}"
+                            f" pps: {'lossless' if t.lossless else 'LOSS'}")
+        return t
+
+    t = trial(hi)
+    if t.lossless:
+        return (hi, "max", trials) if t.reached else (t.offered_pps, "generator", trials)
+    good, bad = 0.0, hi  # good: highest lossless rate so far (0 is lossless by definition)
+    if lo > 0:
+        t = trial(lo)
+        if not t.lossless:
+            return None, "loss", trials
+        if not t.reached:
+            return t.offered_pps, "generator", trials
+        good = lo
+    while bad - good > resolution:
+        rate = round((good + bad) / 2)
+        t = trial(rate)
+        if t.lossless and not t.reached:
+            return t.offered_pps, "generator", trials
+        if t.lossless:
+            good = rate
+        else:
+            bad = rate
+    return (good if good > 0 else None), "loss", trials
+
+
+def trial_runner(outdir, prefix, trial_seconds):
+    """run_trial for search(): one run of the condition at a rate, in its own folder."""
+    def run_trial(cond, rate, index):
+        folder = os.path.join(outdir, "trials", cond.name, f"{index + 1:02d}-{rate:g}pps")
+        shutil.rmtree(folder, ignore_errors=True)
+        os.makedirs(folder)
+        started = time.monotonic()
+        r = run_condition(cond.with_rate(rate).with_duration(trial_seconds), folder,
+                          prefix=prefix, record=False)
+        sent, received = sum(r.sent.values()), sum(r.received.values())
+        return Trial(rate, sent, received, sent / trial_seconds, time.monotonic() - started)
+    return run_trial
+
+
+def write_results(path, scenario_path, method, results):
+    doc = {"format": FORMAT, "scenario": os.path.abspath(scenario_path), "method": method,
+           "conditions": results}
+    tmp = path + ".tmp"
+    with open(tmp, "w") as f:
+        json.dump(doc, f, indent=2)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def read_results(path):
+    """A throughput.json as a dict: {condition name: lossless pps or None}."""
+    with open(path) as f:
+        doc = json.load(f)
+    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
+        raise ThroughputError(f"{path}: not a {FORMAT} file")
+    return {name: c.get("lossless_pps") for name, c in doc["conditions"].items()}
+
+
+def run_search(scenario, scenario_path, outdir, lo, hi, resolution, trial_seconds,
+               prefix="hs-"):
+    """Search every condition; write DIR/throughput.json after each. Exit status."""
+    os.makedirs(outdir, exist_ok=True)
+    conditions = scenario.conditions()
+    method = {"search": "binary", "resolution_pps": resolution, "trial_seconds": trial_seconds,
+              "min_pps": lo, "max_pps": hi}
+    progress = Progress(len(conditions) * trials_needed(lo, hi, resolution), what="throughput")
+    run_trial = trial_runner(outdir, prefix, trial_seconds)
+    results, out = {}, sys.stderr
+    path = os.path.join(outdir, FILE)
+    try:
+        for cond in conditions:
+            pps, limited_by, trials = search(cond, lo, hi, resolution, run_trial,
+                                             progress)
+            # the search may end early: count the trials it did not need as done
+            progress.done += trials_needed(lo, hi, resolution) - len(trials)
+            best = [t.offered_pps for t in trials if t.lossless and t.rate_pps == pps]
+            results[cond.name] = {"lossless_pps": pps, "limited_by": limited_by,
+                                  "lossless_offered_pps": best[0] if best else pps,
+                                  "condition": json.loads(json.dumps(cond.to_dict())),
+                                  "trials": [dict(asdict(t), lossless=t.lossless) for t in trials]}
+            write_results(path, scenario_path, method, results)
+            progress.message(_verdict(cond.name, pps, limited_by, trials, lo, hi))
+    except KeyboardInterrupt:
+        progress.close()
+        print(f"throughput: interrupted; {len(results)} of {len(conditions)} conditions "
+              f"searched{f', in {path}' if results else ''}", file=out)
+        return 130
+    progress.close()
+    print(f"throughput: {path}", file=out)
+    return 0
+
+
+def _verdict(name, pps, limited_by, trials, lo, hi):
+    lossy = [t.rate_pps for t in trials if not t.lossless]
+    if pps is None:
+        return f"{name}: packets lost even at {min(lossy):g} pps: no lossless rate above {lo:g}"
+    if limited_by == "max":
+        return f"{name}: lossless up to the --max {hi:g} pps (not searched higher)"
+    if limited_by == "generator":
+        return (f"{name}: lossless at {pps:.0f} pps, all the senders offered (asked for more): "
+                "a lower bound")
+    offered = next(t.offered_pps for t in trials if t.lossless and t.rate_pps == pps)
+    return (f"{name}: lossless throughput {pps:g} pps asked, {offered:.0f} pps offered "
+            f"(lost packets at {min(lossy):g} pps asked; {len(trials)} trials)")
+
+
+# ---- `hopscope throughput` ----
+
+def add_arguments(p):
+    p.add_argument("scenario", metavar="SCENARIO", help="scenario file (.toml)")
+    p.add_argument("-o", "--output", required=True, metavar="DIR",
+                   help=f"where {FILE} and the trials' folders go")
+    p.add_argument("--max", type=float, required=True, metavar="PPS",
+                   help="highest rate tried (total over the senders); tried first")
+    p.add_argument("--min", type=float, default=0.0, metavar="PPS",
+                   help="lowest rate of interest (default 0); tried second when above 0")
+    p.add_argument("--resolution", type=float, metavar="PPS",
+                   help="stop when the lossless and lossy rates are this close "
+                        "(default 1%% of --max)")
+    p.add_argument("--trial-seconds", type=float, default=5.0, metavar="S",
+                   help="how long each trial sends (default 5)")
+    p.add_argument("--prefix", default="hs-", metavar="P",
+                   help="testbed namespace prefix (HS_PREFIX; default hs-)")
+    p.epilog = ("Each trial is a run of the condition at one rate (testbed up, senders,\n"
+                "testbed down) without the recorder; lossless = every packet the generators\n"
+                f"sent was received. Result: DIR/{FILE} (docs/campaigns.md).\n\n"
+                "example:\n"
+                "  hopscope throughput traffic/paper/type1.toml -o results/type1/ --max 100000")
+
+
+def run(args, parser):
+    from .scenario import ScenarioError, load_scenario
+    resolution = args.resolution if args.resolution is not None else args.max / 100
+    if not 0 <= args.min < args.max:
+        parser.error(f"--min {args.min:g} must be at least 0 and below --max {args.max:g}")
+    if resolution < 1:
+        parser.error("--resolution must be at least 1 pps (rates are whole packets per second)")
+    if args.trial_seconds <= 0:
+        parser.error("--trial-seconds must be above 0")
+    try:
+        scenario = load_scenario(args.scenario)
+    except ScenarioError as e:
+        print(f"hopscope throughput: {e}", file=sys.stderr)
+        return 1
+    if os.geteuid() != 0:
+        print("hopscope throughput: must run as root (network namespaces)", file=sys.stderr)
+        return 1
+    return run_search(scenario, args.scenario, args.output, args.min, args.max, resolution,
+                      args.trial_seconds, prefix=args.prefix)
