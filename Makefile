@@ -83,6 +83,7 @@ clean:
 -include kmod/kmod.mk
 
 # BPF unit tests: the XDP stage on crafted frames (BPF_PROG_TEST_RUN)
-$(OUT)/prog_run: tests/bpf/prog_run.c $(OUT)/obj/runmeta.o $(OUT)/obj/ifaces.o $(OUT)/obj/json.o $(OUT)/hopscope.skel.h
+PROG_RUN_OBJS := $(addprefix $(OUT)/obj/,runmeta.o dropreasons.o ifaces.o json.o)
+$(OUT)/prog_run: tests/bpf/prog_run.c $(PROG_RUN_OBJS) $(OUT)/hopscope.skel.h
 	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(OUT)/obj/runmeta.o $(OUT)/obj/ifaces.o $(OUT)/obj/json.o $(LDLIBS) -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(PROG_RUN_OBJS) $(LDLIBS) -o $@

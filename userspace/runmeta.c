@@ -5,6 +5,7 @@
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
+#include "dropreasons.h"
 #include "ifaces.h"
 #include "runmeta.h"
 
@@ -111,6 +112,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *ba
 			js_str(j, NULL, hs_stage_names[s]);
 	js_close(j, ']');
 	js_bool(j, "drops", cfg->drops);
+	hs_drop_reasons_json(j);
 	js_raw(j, "hooks", hooks_json);
 	js_u64(j, "slots_per_cpu", cfg->slots_per_cpu);
 	js_u64(j, "ringbuf_bytes", cfg->ringbuf_bytes);

@@ -28,10 +28,18 @@ def _run():
 
 
 def test_router_drops_by_stage_and_reason():
-    t = loss_table(_run())
+    df = _run()
+    df.attrs["header"] = {"drop_reasons": {"2": "NOT_SPECIFIED", "6": "NETFILTER_DROP"}}
+    t = loss_table(df)
     router = t[t["source"] == "router"]
-    assert list(zip(router["stage"], router["drop_reason"], router["packets"])) == \
-        [("t1", 2, 1), ("t2", 6, 2)]
+    assert list(zip(router["stage"], router["drop_reason"], router["reason"],
+                    router["packets"])) == \
+        [("t1", 2, "NOT_SPECIFIED", 1), ("t2", 6, "NETFILTER_DROP", 2)]
+
+
+def test_a_file_without_the_kernels_table_names_the_number():
+    router = loss_table(_run())
+    assert list(router[router["source"] == "router"]["reason"]) == ["reason 2", "reason 6"]
 
 
 def test_tracer_losses_apart():

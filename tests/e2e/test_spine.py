@@ -128,6 +128,8 @@ def test_tbf_output_queue_delay_and_drops(testbed, recorder):
     dropped = df[(df.status == "dropped") & (df.drop_reason == drop_reason("QDISC_DROP"))]
     assert len(dropped) == qdisc_drops
     assert set(dropped.drop_stage.astype(str)) == {"t3"}
+    # the file names the reasons as the kernel that wrote it numbers them
+    assert df.attrs["header"]["drop_reasons"][str(drop_reason("QDISC_DROP"))] == "QDISC_DROP"
     assert data.seq.is_unique  # one record per packet, whatever became of it
 
 

@@ -10,7 +10,7 @@ import pandas as pd
 
 from . import format as fmt
 
-COLUMNS = ("source", "stage", "what", "drop_reason", "packets")
+COLUMNS = ("source", "stage", "what", "drop_reason", "reason", "packets")
 
 # record status: (source, what); stage = the last stage the packet was seen at
 _STATUS_ROWS = {
@@ -37,28 +37,33 @@ _COUNTER_ROWS = (
 
 
 def loss_table(df):
-    """DataFrame(source, stage, what, drop_reason, packets).
+    """DataFrame(source, stage, what, drop_reason, reason, packets).
 
     source: "router" (kernel drops, one row per last stage seen and drop
     reason), "tracer" (the tracer lost the packet or its record) or "other".
+    reason: the drop reason's name in the kernel that recorded the run (the
+    header's table, from that kernel's BTF: the numbers change between
+    kernels), or "reason N" when the file has no table.
     Counter rows are always there, 0 included, so a clean run shows it;
     packets is <NA> when the file holds no counters.
     """
     rows = []
+    names = (df.attrs.get("header") or {}).get("drop_reasons") or {}
     status = df["status"]
     dropped = df.loc[(status == "dropped").to_numpy(), ["drop_stage", "drop_reason"]]
     counts = dropped.value_counts(dropna=False, sort=False).sort_index()
     for (stage, reason), n in counts[counts > 0].items():  # categories never seen give 0
-        rows.append(("router", _name(stage), "dropped by the kernel", int(reason), int(n)))
+        rows.append(("router", _name(stage), "dropped by the kernel", int(reason),
+                     names.get(str(int(reason)), f"reason {int(reason)}"), int(n)))
     for name, (source, what) in _STATUS_ROWS.items():
         sel = (status == name).to_numpy()
         if sel.any():
             stages, counts = np.unique(last_stage(df, sel), return_counts=True)
-            rows += [(source, s, what, None, int(n)) for s, n in zip(stages, counts)]
+            rows += [(source, s, what, None, None, int(n)) for s, n in zip(stages, counts)]
     counters = ((df.attrs.get("counters") or {}).get("counters"))
     for key, source, stage, what in _COUNTER_ROWS:
         n = None if counters is None else int(counters.get(key, 0))
-        rows.append((source, stage, what, None, n))
+        rows.append((source, stage, what, None, None, n))
     out = pd.DataFrame(rows, columns=COLUMNS)
     out["drop_reason"] = out["drop_reason"].astype("Int64")
     out["packets"] = out["packets"].astype("Int64")

@@ -203,11 +203,11 @@ def _output_side(f, label, a):
     ax_m.set_title("minimum transit vs size (service time)")
     loss = a.loss[a.loss["packets"].fillna(0) > 0]
     rows = [[r.source, "" if pd.isna(r.stage) else str(r.stage), r.what,
-             "" if pd.isna(r.drop_reason) else str(r.drop_reason), str(r.packets)]
+             "" if pd.isna(r.drop_reason) else f"{r.reason} ({r.drop_reason})", str(r.packets)]
             for r in loss.itertuples()]
     fig.table(ax_l, rows, ["source", "stage", "what", "drop reason", "packets"],
               "losses (router drops apart from the tracer's own)", fontsize=8,
-              widths=[0.08, 0.06, 0.6, 0.1, 0.1])
+              widths=[0.08, 0.06, 0.5, 0.2, 0.1])
     f.suptitle(f"{label}: output side and losses")
 
 

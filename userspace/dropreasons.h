@@ -1,0 +1,10 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#ifndef HS_DROPREASONS_H
+#define HS_DROPREASONS_H
+
+#include "json.h"
+
+/* "drop_reasons": {"NUMBER": "NAME", ...} of the running kernel, or null */
+void hs_drop_reasons_json(struct js *j);
+
+#endif
