@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 from frames import BIG, frame
-from hopscope.coffee import DEFAULT_MIN_NS, coffee_breaks, interoccurrence
+from hopscope.analysis import analyse
+from hopscope.coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns, interoccurrence
 
 
 def pipeline(n, planted=(), dropped=(), ip_len=None, base=BIG):
@@ -162,3 +163,23 @@ def test_against_brute_force(seed):
         b = coffee_breaks(df, min_ns)
         assert [[s, e] for s, e in zip(b["start_ns"], b["end_ns"])] == runs
         assert list(b["packets_since_previous"]) == since
+
+
+def test_idle_floor_is_the_idle_arrivals_wait_quantile():
+    # 1000 packets 100 µs apart (each finds the router idle), d_iq = 1000 + i ns
+    n = 1000
+    t1 = [i * 100_000 for i in range(n)]
+    t2 = [t + 1000 + i for i, t in enumerate(t1)]
+    df = frame(t1, t2, [t + 300 for t in t2], [t + 600 for t in t2])
+    # the first packet has no predecessor: 999 idle arrivals, d_iq 1001..1999
+    assert idle_floor_ns(df, 0.5) == 1500
+    assert idle_floor_ns(df) == int(np.quantile(np.arange(1001, 2000), 0.999))
+    assert analyse(df).min_break_ns == idle_floor_ns(df)
+
+
+def test_idle_floor_unknown_when_the_router_is_never_idle():
+    n = 500  # 1 µs apart: always busy
+    t1 = [i * 1000 for i in range(n)]
+    df = frame(t1, [t + 800 for t in t1], [t + 900 for t in t1], [t + 950 for t in t1])
+    assert idle_floor_ns(df) is None
+    assert analyse(df).min_break_ns == DEFAULT_MIN_NS

@@ -22,7 +22,7 @@ NOTEBOOKS = os.path.join(ROOT, "notebooks")
 DATA = os.path.join(ROOT, "tests", "data")
 sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 import hopscope  # noqa: E402
-from hopscope.coffee import coffee_breaks  # noqa: E402
+from hopscope.coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns  # noqa: E402
 from hopscope.queues import occupancy  # noqa: E402
 from hopscope.stats import stage_stats  # noqa: E402
 
@@ -120,7 +120,7 @@ def test_queues_coffee(tmp_path):
     path = os.path.join(DATA, "competitive.hsr")
     assert got["path"] == path and images >= FIGURES["queues_coffee"]
     df = hopscope.load(path)
-    assert got["breaks"] == len(coffee_breaks(df)) > 0
+    assert got["breaks"] == len(coffee_breaks(df, max(DEFAULT_MIN_NS, idle_floor_ns(df)))) > 0
     assert got["output_max"] == occupancy(df, "output").n.max() > 1
 
 

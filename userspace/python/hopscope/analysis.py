@@ -5,7 +5,7 @@ import numpy as np
 import pandas as pd
 
 from .busy import busy_periods, min_transit_by_size
-from .coffee import DEFAULT_MIN_NS, coffee_breaks, interoccurrence
+from .coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns, interoccurrence
 from .hist import relative_histogram
 from .interarrival import output_interarrivals, prerouting_interarrivals
 from .loss import loss_table
@@ -40,8 +40,11 @@ class Analysis:
 
 
 def analyse(df, resolution_ns=1000, min_break_ns=None):
-    """Analysis of one loaded run; min_break_ns None = coffee.DEFAULT_MIN_NS."""
-    min_break_ns = DEFAULT_MIN_NS if min_break_ns is None else int(min_break_ns)
+    """Analysis of one loaded run; min_break_ns None = the run's idle floor
+    (coffee.idle_floor_ns), at least coffee.DEFAULT_MIN_NS."""
+    if min_break_ns is None:
+        min_break_ns = max(DEFAULT_MIN_NS, idle_floor_ns(df) or 0)
+    min_break_ns = int(min_break_ns)
     stats, hists, log_hists = _delays(df, None, resolution_ns)
     stats_by_tos, hists_by_tos, _ = _delays(df, "tos", resolution_ns)
     inq, outq = occupancy(df, "input"), occupancy(df, "output")

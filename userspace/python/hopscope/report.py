@@ -29,7 +29,7 @@ def add_arguments(p):
     p.add_argument("--resolution-us", type=float, default=1.0,
                    help="histogram bin width in µs (default 1, as the paper)")
     p.add_argument("--min-break-us", type=float, default=None,
-                   help="shortest coffee break counted, µs (default: coffee.DEFAULT_MIN_NS)")
+                   help="shortest coffee break counted, µs (default: the run's idle floor, at least 1)")
     p.epilog = ("examples:\n"
                 "  hopscope report run.hsr -o run.pdf\n"
                 "  hopscope report 20B.hsr 550B.hsr 1400B.hsr --labels 20B,550B,1400B -o sizes.pdf")
