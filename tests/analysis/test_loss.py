@@ -74,3 +74,13 @@ def test_all_dropped():
                drop_stage=["t1"] * 3, drop_reason=[80] * 3, counters={})
     router = loss_table(df).query("source == 'router'")
     assert list(router["packets"]) == [3] and list(router["drop_reason"]) == [80]
+
+
+def test_a_packet_without_t4_long_before_the_end_is_the_tracers_not_in_flight():
+    n = None
+    s = 10**9
+    df = frame([0, 1000, 2 * s], [1, 1001, 2 * s + 1], [2, 1002, 2 * s + 2], [3, n, 2 * s + 3],
+               ["complete", "inflight", "complete"])
+    t = loss_table(df)
+    assert _row(t, "tracer", "t4 not seen", "t3")["packets"] == 1
+    assert not t["what"].str.startswith("still in the router").any()

@@ -81,7 +81,8 @@ def counts_hist(ax, counts, label):
         return
     hi = int(np.quantile(counts, SHOWN_QUANTILE))
     width = max(1, int(np.ceil((hi + 1) / 100)))
-    edges = np.arange(0, hi + width + 1, width)
+    # half-integer edges: value k sits in the middle of its bin, as queue_hist's bars
+    edges = np.arange(0, hi + width + 1, width) - 0.5
     f, _ = np.histogram(counts, edges)
     ax.stairs(f / len(counts), edges, label=label)
     ax.set_ylabel("relative frequency")
