@@ -44,6 +44,10 @@ Options for up:
                 default $DEFAULT_LIMIT
   --sink        attach the sink (HS_SINK_OBJ) as generic XDP on rx-eth0: the
                 receiver drops UDP data and counts it (make build/sink.bpf.o)
+  --no-shield   leave other tasks on the router's CPU (in inline mode the
+                senders' too); by default up moves every task that may run
+                elsewhere off it (testbed/shield.py), and the last testbed
+                down moves them back
 
 Environment:
   HS_PREFIX     prefix of the namespace names (default empty); give each
@@ -133,7 +137,7 @@ parse_shape() {
 }
 
 parse_up_options() {
-	MODE=rps SHAPE=none SINK=0
+	MODE=rps SHAPE=none SINK=0 SHIELD=1
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--mode)
@@ -153,11 +157,16 @@ parse_up_options() {
 			SINK=1
 			shift
 			;;
+		--no-shield)
+			SHIELD=0
+			shift
+			;;
 		*) hs_die "up: unknown option '$1' (see ${0##*/} help)" ;;
 		esac
 	done
 	OPTIONS="--mode $MODE --shape $SHAPE"
 	[ "$SINK" = 0 ] || OPTIONS+=" --sink"
+	[ "$SHIELD" = 1 ] || OPTIONS+=" --no-shield"
 }
 
 # ---- what the testbed is made of ---------------------------------------------
@@ -192,7 +201,7 @@ mask_value() {
 # own CPU); with more it gets CPU1 to itself.
 plan_cpus() {
 	local n last
-	n=$(nproc)
+	n=$(getconf _NPROCESSORS_ONLN)	# nproc would count only the CPUs this shell may use
 	last=$((n - 1))
 	if [ "$MODE" != inline ] && [ "$n" -lt 2 ]; then
 		hs_die "--mode $MODE gives the router its own CPU, but this machine has $n; use --mode inline"
@@ -373,6 +382,22 @@ restore_buffers() {
 	rm -f "$SAVED_SYSCTLS"
 }
 
+# The router's CPU to itself (testbed/shield.py says why): one shield for
+# all testbeds up, lifted by the last one down.
+SHIELD_STATE=$HS_STATE_DIR/shield-saved
+
+set_shield() {
+	[ "$SHIELD" = 1 ] || return 0
+	say "shield: $(python3 "$here/shield.py" on "$CPU_ROUTER" "$SHIELD_STATE")"
+}
+
+# Run after this testbed's state file is gone, like restore_buffers.
+lift_shield() {
+	[ -e "$SHIELD_STATE" ] || return 0
+	! compgen -G "$HS_STATE_DIR/testbed-*.env" >/dev/null || return 0
+	say "shield lifted: $(python3 "$here/shield.py" off "$SHIELD_STATE")"
+}
+
 link_up() {	# NS IF: carrier and operstate UP
 	local line
 	line=$(ip -n "$1" -br link show dev "$2" 2>/dev/null) || return 1
@@ -431,6 +456,7 @@ write_state() {
 			CPU_SENDER "$CPU_SENDER" \
 			CPU_ROUTER "$CPU_ROUTER" \
 			CPU_RECEIVER "$CPU_RECEIVER" \
+			SHIELD "$SHIELD" \
 			NAPI_PIDS "${NAPI_PIDS:-}" \
 			RCVBUF_BYTES "$BUF_BYTES" \
 			RCVBUF_SCOPE "$BUF_SCOPE"
@@ -470,6 +496,7 @@ cmd_up() {
 	set_mode
 	set_shape
 	attach_sink
+	set_shield
 	wait_end_to_end
 	write_state
 	hs_cleanup_clear
@@ -509,6 +536,7 @@ teardown() {
 	done
 	rm -f "$(hs_state_file)"
 	restore_buffers
+	lift_shield
 	REMOVED=$removed
 }
 
@@ -558,6 +586,8 @@ problems() {
 		[ "$got" = "$HS_TB_CPU_ROUTER" ] ||
 			{ echo "NAPI thread $pid is not pinned to CPU $HS_TB_CPU_ROUTER (${got:-gone})"; n=$((n + 1)); }
 	done
+	[ "$HS_TB_SHIELD" != 1 ] || [ -e "$SHIELD_STATE" ] ||
+		{ echo "no shield on CPU $HS_TB_CPU_ROUTER ($SHIELD_STATE is gone)"; n=$((n + 1)); }
 	if [ "$HS_TB_SHAPE" != none ]; then
 		got=$(tc -n "$rt" qdisc show dev r-rx)
 		[[ $got == "qdisc ${HS_TB_SHAPE%%:*} 1: root"* ]] ||
@@ -606,6 +636,9 @@ cmd_status() {
 	say "$HS_TB_OPTIONS"
 	echo "CPUs: sender $HS_TB_CPU_SENDER, router $HS_TB_CPU_ROUTER, receiver $HS_TB_CPU_RECEIVER;" \
 		"router netns inode $HS_TB_ROUTER_NETNS_INODE; state $(hs_state_file)"
+	if [ "$HS_TB_SHIELD" = 1 ] && [ -e "$SHIELD_STATE" ]; then
+		echo "shield: CPU $HS_TB_CPU_ROUTER kept for the router; $(grep -c '^[0-9]' "$SHIELD_STATE") tasks moved off it"
+	fi
 	echo "receiver socket buffers ($HS_TB_RCVBUF_SCOPE):" \
 		"rmem_default $(hs_in "$HS_TB_NS_RECEIVER" cat /proc/sys/net/core/rmem_default)," \
 		"rmem_max $(hs_in "$HS_TB_NS_RECEIVER" cat /proc/sys/net/core/rmem_max);" \

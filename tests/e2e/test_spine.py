@@ -65,21 +65,20 @@ def test_two_senders_every_packet_one_complete_record(testbed, recorder):
     assert_every_packet_accounted(df)
 
 
-def test_rps_mode_accounts_for_every_packet(testbed, recorder):
-    """Default testbed (router on its own CPU). Measured on kernel 6.18: ~0.3-0.6 % of
-    the packets r-rx transmits never hit the net_dev_start_xmit tracepoint (an
-    independent counting program sees the same gap against r-rx tx_packets), so
-    they have no t4. They must still be accounted for, one record each."""
+def test_rps_mode_every_packet_one_complete_record(testbed, recorder):
+    """Default testbed: the router on its own CPU, shielded from other tasks
+    (without the shield this VM skips BPF at t4 for 0.1-0.9 % of the packets:
+    README, Known limits)."""
     testbed.up()
     df, _ = two_senders(testbed, recorder)
     for tos, size in ((4, 64), (5, 100)):
         d = data_of(df, tos, size)
         assert len(d) == 20000
         assert d.seq.is_unique
-        assert set(d.status.astype(str)) <= {"complete", "evicted", "inflight"}
-        assert (d.status == "complete").mean() > 0.99
+        assert (d.status == "complete").sum() == 20000, d.status.value_counts()
     counters = df.attrs["counters"]["counters"]
-    assert counters["rb_fail"] == 0 and counters["race"] == 0
+    for k in ("rb_fail", "evicted", "race", "prog_misses"):
+        assert counters[k] == 0, (k, counters)
     assert_every_packet_accounted(df)
 
 
@@ -131,6 +130,8 @@ def test_tbf_output_queue_delay_and_drops(testbed, recorder):
     # the file names the reasons as the kernel that wrote it numbers them
     assert df.attrs["header"]["drop_reasons"][str(drop_reason("QDISC_DROP"))] == "QDISC_DROP"
     assert data.seq.is_unique  # one record per packet, whatever became of it
+    # the shield keeps t4 whole here too (6 of 7 runs missed a few without it)
+    assert set(data.status.astype(str)) <= {"complete", "dropped"}, data.status.value_counts()
 
 
 def test_sigkill_leaves_nothing_attached(testbed, recorder):

@@ -332,3 +332,92 @@ def test_lib_wait_for_succeeds_or_times_out():
                  "start=$SECONDS; hs_wait_for 1 false || echo timeout $((SECONDS - start))")
     assert r.stdout.split("\n")[0] == "ok"
     assert r.stdout.split("\n")[1] in ("timeout 1", "timeout 2")
+
+
+@pytest.fixture
+def sleepers():
+    """Start sleep processes on demand; all killed afterwards."""
+    procs = []
+
+    def start(cpus):
+        p = subprocess.Popen(["sleep", "300"])
+        os.sched_setaffinity(p.pid, cpus)
+        procs.append(p)
+        return p.pid
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait()
+
+
+def shield_free():
+    """No testbed up and no shield in place: the shield tests start from nothing."""
+    run([str(TESTBED), "down"])
+    if any(STATE_DIR.glob("testbed-*.env")) or (STATE_DIR / "shield-saved").exists():
+        pytest.skip("another testbed (or its shield) is up on this machine")
+
+
+WQ_MASK = Path("/sys/devices/virtual/workqueue/cpumask")
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
+@pytest.mark.parametrize("mode, router", [("rps", os.cpu_count() - 1), ("inline", 0)])
+def test_shield_keeps_the_router_cpu_and_gives_it_back(sleepers, mode, router):
+    shield_free()
+    every = set(range(os.cpu_count()))
+    free, pinned, repinned = sleepers(every), sleepers({router}), sleepers(every)
+    wq = WQ_MASK.read_text()
+    try:
+        out = tb("up", "--mode", mode)
+        assert "shield: moved" in out
+        assert state()["HS_TB_CPU_ROUTER"] == str(router)
+        assert os.sched_getaffinity(free) == every - {router}
+        assert os.sched_getaffinity(pinned) == {router}   # placed there on purpose
+        assert os.sched_getaffinity(os.getpid()) == every - {router}
+        assert state()["HS_TB_SHIELD"] == "1"
+        assert f"CPU {router} kept for the router" in tb("status")
+        os.sched_setaffinity(repinned, {router})    # someone's choice while up: kept
+        out = tb("down")
+        assert "shield lifted: gave" in out and "1 changed meanwhile" in out
+        assert os.sched_getaffinity(free) == every
+        assert os.sched_getaffinity(os.getpid()) == every
+        assert os.sched_getaffinity(repinned) == {router}
+        assert WQ_MASK.read_text() == wq
+        assert not (STATE_DIR / "shield-saved").exists()
+    finally:
+        run([str(TESTBED), "down"])
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
+@pytest.mark.parametrize("mode", ["rps", "inline"])
+def test_no_shield_leaves_tasks_where_they_are(sleepers, mode):
+    shield_free()
+    every = set(range(os.cpu_count()))
+    free = sleepers(every)
+    try:
+        out = tb("up", "--mode", mode, "--no-shield")
+        assert "shield:" not in out
+        assert os.sched_getaffinity(free) == every
+        assert not (STATE_DIR / "shield-saved").exists()
+        assert "shield:" not in tb("status")
+    finally:
+        run([str(TESTBED), "down"])
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
+def test_shield_lifted_by_the_last_testbed_down(sleepers):
+    shield_free()
+    router = os.cpu_count() - 1
+    every = set(range(os.cpu_count()))
+    free = sleepers(every)
+    other = {**ENV, "HS_PREFIX": "hst-tb2-"}
+    try:
+        tb("up")
+        tb("up", env=other)
+        tb("down")
+        assert os.sched_getaffinity(free) == every - {router}
+        assert "shield lifted" in tb("down", env=other)
+        assert os.sched_getaffinity(free) == every
+    finally:
+        run([str(TESTBED), "down"])
+        run([str(TESTBED), "down"], env=other)

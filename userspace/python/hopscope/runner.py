@@ -114,7 +114,8 @@ class _Run:
         tb = cond.testbed
         self.up = True
         self.testbed("up", "--mode", tb["mode"], "--shape", tb["shape"],
-                     *(["--sink"] if tb["sink"] else []))
+                     *(["--sink"] if tb["sink"] else []),
+                     *([] if tb["shield"] else ["--no-shield"]))
         cpus = {r: int(self.testbed("cpu", r)) for r in ("sender", "router", "receiver")}
         self.meta["cpus"] = cpus
         counters = Counters(self.prefix, tb["sink"], self.testbed)

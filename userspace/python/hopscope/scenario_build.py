@@ -16,7 +16,8 @@ def build(flat, name, scenario, senders, lossless, problems):
     duration = r.number(("duration",), 10.0, above=0, what="seconds")
     testbed = {"mode": r.choice(("testbed", "mode"), "rps", ("rps", "inline", "napi")),
                "shape": r.string(("testbed", "shape"), "none"),
-               "sink": r.boolean(("testbed", "sink"), False)}
+               "sink": r.boolean(("testbed", "sink"), False),
+               "shield": r.boolean(("testbed", "shield"), True)}
     msg = shape_problem(testbed["shape"])
     if msg:
         r.bad(("testbed", "shape"), msg)

@@ -9,7 +9,7 @@ import re
 TOP = {"name", "description", "repetitions", "duration", "throughput", "testbed", "tracer",
        "senders", "conditions", "vary"}
 CASE = {"name", "description", "duration", "repetitions", "testbed", "tracer", "senders"}
-TESTBED = {"mode", "shape", "sink"}
+TESTBED = {"mode", "shape", "sink", "shield"}
 TRACER = {"stages", "backend", "xdp_mode", "ring_mib", "slots", "drops"}
 SENDER = {"namespace", "generator", "protocol", "tos", "size", "rate", "gaps", "count",
           "duration", "start", "port", "cpu", "send_buffer", "seed", "active"}

@@ -106,7 +106,8 @@ def describe(cond):
     """One line: testbed, then each sender's traffic."""
     tb = cond.testbed
     parts = [f"{tb['mode']}" + (f", {tb['shape']}" if tb["shape"] != "none" else "")
-             + (", sink" if tb["sink"] else "")]
+             + (", sink" if tb["sink"] else "")
+             + ("" if tb["shield"] else ", no shield")]
     for s in cond.senders:
         size = s.size["value"] if s.size["dist"] == "constant" else \
             f"{s.size['dist']}({', '.join(f'{v:g}' for k, v in s.size.items() if k != 'dist')})"
