@@ -106,9 +106,9 @@ def shield_on(cpu, state):
                 vanished += 1
                 continue
             except OSError as e:
-                if e.errno != errno.EINVAL:
+                if e.errno not in (errno.EINVAL, errno.EPERM):
                     raise
-                pinned += 1  # PF_NO_SETAFFINITY: a per-CPU kernel thread
+                pinned += 1  # a per-CPU kernel thread (PF_NO_SETAFFINITY), or not ours to move
                 known.add(str(tid))
                 continue
             known.add(str(tid))
@@ -121,7 +121,7 @@ def shield_on(cpu, state):
         f.writelines(line + "\n" for line in fresh)
     print(f"moved {moved} tasks off CPU {cpu}"
           f"{'' if not wq else ' and the unbound workqueues'}; "
-          f"{pinned} per-CPU kernel threads stay")
+          f"{pinned} that cannot move (per-CPU kernel threads) stay")
 
 
 def shield_off(state):
@@ -154,7 +154,9 @@ def shield_off(state):
             os.sched_setaffinity(tid, parse_cpulist(before))
             restored += 1
         except (ProcessLookupError, FileNotFoundError):
-            continue
+            continue    # gone
+        except OSError:
+            changed += 1    # e.g. a CPU it had is offline now
     os.unlink(state)
     print(f"gave {restored} tasks their CPUs back"
           f"{f'; {changed} changed meanwhile, left as they are' if changed else ''}")

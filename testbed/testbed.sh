@@ -387,15 +387,21 @@ restore_buffers() {
 SHIELD_STATE=$HS_STATE_DIR/shield-saved
 
 set_shield() {
+	local out
 	[ "$SHIELD" = 1 ] || return 0
-	say "shield: $(python3 "$here/shield.py" on "$CPU_ROUTER" "$SHIELD_STATE")"
+	out=$(python3 "$here/shield.py" on "$CPU_ROUTER" "$SHIELD_STATE") ||
+		hs_die "could not move other tasks off CPU $CPU_ROUTER (see above); --no-shield leaves them"
+	say "shield: $out"
 }
 
 # Run after this testbed's state file is gone, like restore_buffers.
 lift_shield() {
+	local out
 	[ -e "$SHIELD_STATE" ] || return 0
 	! compgen -G "$HS_STATE_DIR/testbed-*.env" >/dev/null || return 0
-	say "shield lifted: $(python3 "$here/shield.py" off "$SHIELD_STATE")"
+	out=$(python3 "$here/shield.py" off "$SHIELD_STATE") ||
+		hs_die "could not give the tasks moved off the router's CPU their CPUs back ($SHIELD_STATE kept)"
+	say "shield lifted: $out"
 }
 
 link_up() {	# NS IF: carrier and operstate UP
