@@ -271,8 +271,9 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)run->counters[c], c % 6 == 5 ? "\n           " : "");
 	fprintf(stderr, "\n");
 	if (run->counters[HS_C_RB_FAIL] || run->counters[HS_C_EVICTED] || run->counters[HS_C_RACE])
-		fprintf(stderr, "hopscope: WARNING: the tracer lost packets: ring buffer %llu, "
-			"evicted %llu, race %llu (see --ring, --slots)\n",
+		fprintf(stderr, "hopscope: WARNING: the tracer lost packets: ring buffer %llu "
+			"(see --ring), evicted %llu (slot reused before t4: a queue longer than "
+			"--slots, or a t4 unseen), race %llu\n",
 			(unsigned long long)run->counters[HS_C_RB_FAIL],
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
@@ -325,9 +326,15 @@ static int record_loop(struct run *run, struct opts *o)
 		run->err = hs_writer_close(&run->w, js);
 	free(js);
 	summary(run, o->output, reason, now_s() - start);
-	if (inflight > 0)
-		fprintf(stderr, "hopscope: %d packets were still inside the router at stop "
-			"(status inflight)\n", inflight);
+	if (inflight > 0 && (uint64_t)inflight > run->w.t4_unseen)
+		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "
+			"(status inflight)\n", (unsigned long long)(inflight - run->w.t4_unseen));
+	if (run->w.t4_unseen)
+		fprintf(stderr, "hopscope: WARNING: %llu packets (status inflight) were overtaken "
+			"by later packets of their flow that left: their t4 went unseen. Other tasks "
+			"on the forwarding CPU can cause this (README, Known limits; testbed.sh keeps "
+			"that CPU free)\n",
+			(unsigned long long)run->w.t4_unseen);
 	return run->err ? 1 : 0;
 }
 

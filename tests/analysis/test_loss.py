@@ -76,11 +76,29 @@ def test_all_dropped():
     assert list(router["packets"]) == [3] and list(router["drop_reason"]) == [80]
 
 
-def test_a_packet_without_t4_long_before_the_end_is_the_tracers_not_in_flight():
+def test_a_packet_overtaken_by_its_own_flow_lost_its_t4_to_the_tracer():
     n = None
-    s = 10**9
-    df = frame([0, 1000, 2 * s], [1, 1001, 2 * s + 1], [2, 1002, 2 * s + 2], [3, n, 2 * s + 3],
+    df = frame([0, 1000, 2000], [1, 1001, 2001], [2, 1002, 2002], [3, n, 2003],
                ["complete", "inflight", "complete"])
     t = loss_table(df)
     assert _row(t, "tracer", "t4 not seen", "t3")["packets"] == 1
     assert not t["what"].str.startswith("still in the router").any()
+
+
+def test_a_packet_behind_a_slow_queue_is_still_in_the_router():
+    """queued 5 s (a slow shaper): later packets of other flows left, none of its own"""
+    n = None
+    s = 10**9
+    df = frame([0, 1000, 5 * s], [1, 1001, 5 * s + 1], [2, 1002, 5 * s + 2], [3, n, 5 * s + 3],
+               ["complete", "inflight", "complete"], flow=[0, 1, 2])
+    t = loss_table(df)
+    assert _row(t, "other", "still in the router", "t3")["packets"] == 1
+    assert not t["what"].str.startswith("t4 not seen").any()
+
+
+def test_flow_table_overflow_is_no_flow_to_compare_with():
+    n = None
+    full = 0xFFFFFFFF
+    df = frame([0, 1000, 2000], [1, 1001, 2001], [2, 1002, 2002], [3, n, 2003],
+               ["complete", "inflight", "complete"], flow=[full, full, full])
+    assert not loss_table(df)["what"].str.startswith("t4 not seen").any()

@@ -55,9 +55,9 @@ def loss_table(df):
     for (stage, reason), n in counts[counts > 0].items():  # categories never seen give 0
         rows.append(("router", _name(stage), "dropped by the kernel", int(reason),
                      names.get(str(int(reason)), f"reason {int(reason)}"), int(n)))
-    stuck = _stuck(df)
+    stuck = _overtaken(df)
     rows += _status_rows(df, (status == "inflight").to_numpy() & stuck,
-                         "tracer", "t4 not seen: last seen over 1 s before the run's end")
+                         "tracer", "t4 not seen: a later packet of its flow left")
     for name, (source, what) in _STATUS_ROWS.items():
         sel = (status == name).to_numpy()
         rows += _status_rows(df, sel & ~stuck if name == "inflight" else sel, source, what)
@@ -71,19 +71,22 @@ def loss_table(df):
     return out
 
 
-# A packet still inside at the stop was last seen within the longest queueing
-# delay of it (TBF queues here drain in well under 1 s); one last seen earlier
-# than this was not inside: its t4 went unseen (README: Known limits).
-STUCK_NS = 1_000_000_000
+# A flow keeps its order through the router (one RPS CPU, one FIFO or per-flow
+# qdisc queue): a packet still "inside" at the stop after a later packet of its
+# flow left was not inside; its t4 went unseen (README: Known limits).
+# build/hopscope record's summary counts the same.
+NO_FLOW = 0xFFFFFFFF  # flow table full: no flow to compare with
 
 
-def _stuck(df):
-    """Rows last seen more than STUCK_NS before the run's last t4."""
-    names = [s for s in fmt.STAGE_NAMES if s in df.columns]
-    if not len(df) or "t4" not in df.columns:
+def _overtaken(df):
+    """Rows whose flow has a complete packet that arrived (t1) after them."""
+    if not len(df) or "flow" not in df.columns:
         return np.zeros(len(df), bool)
-    last_seen = np.max(np.column_stack([df[s].to_numpy() for s in names]), axis=1)
-    return last_seen < df["t4"].to_numpy().max() - STUCK_NS
+    flow = df["flow"].to_numpy()
+    t1 = df["t1"].to_numpy()
+    done = (df["status"] == "complete").to_numpy() & (flow != NO_FLOW)
+    last = pd.Series(t1[done]).groupby(flow[done]).max()
+    return last.reindex(flow, fill_value=0).to_numpy() > t1
 
 
 def _status_rows(df, sel, source, what):
