@@ -27,6 +27,7 @@ from .load import load
 from .progress import Progress
 from .reader import RecordFileWarning
 from .runner import run_condition
+from .runstats import write_json
 
 FORMAT = "hopscope-campaign/1"
 KEY = "campaign"  # our part of each run's metadata.json
@@ -89,17 +90,6 @@ def _jsonable(d):
     return json.loads(json.dumps(d))
 
 
-def _write_json(path, obj):
-    """Whole or not at all: a reader never sees half a file."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
 def execute(run, outdir, prefix):
     """Do one run from scratch and mark it finished; returns its metadata."""
     shutil.rmtree(run.dir, ignore_errors=True)
@@ -125,7 +115,7 @@ def execute(run, outdir, prefix):
         "dataset": os.path.relpath(part, outdir),
         "stats": stats,
     }
-    _write_json(metadata_path(run.dir), meta)
+    write_json(metadata_path(run.dir), meta)
     return meta
 
 
@@ -178,7 +168,7 @@ def prepare(outdir, scenario_path):
                             "give a new or empty folder")
     os.makedirs(outdir, exist_ok=True)
     if not os.path.exists(marker):
-        _write_json(marker, {"format": FORMAT, "created": time.time(),
+        write_json(marker, {"format": FORMAT, "created": time.time(),
                              "scenario": os.path.abspath(scenario_path)})
 
 

@@ -64,11 +64,14 @@ def _delta(a, b):
 
 
 def write_json(path, obj):
-    """Whole or not at all: write a temporary file, then rename it."""
+    """Whole or not at all, also after a kill -9 or a crash: write a temporary
+    file, sync it, then rename it."""
     tmp = path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(obj, f, indent=2)
         f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
     os.replace(tmp, path)
 
 

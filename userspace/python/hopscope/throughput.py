@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass
 
 from .progress import Progress
 from .runner import run_condition
+from .runstats import write_json
 
 FORMAT = "hopscope-throughput/1"
 FILE = "throughput.json"
@@ -112,11 +113,7 @@ def trial_runner(outdir, prefix, trial_seconds):
 def write_results(path, scenario_path, method, results):
     doc = {"format": FORMAT, "scenario": os.path.abspath(scenario_path), "method": method,
            "conditions": results}
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(doc, f, indent=2)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_json(path, doc)
 
 
 def read_results(path):
