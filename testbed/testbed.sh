@@ -364,12 +364,18 @@ set_buffers() {
 	done
 }
 
+# Whether any testbed (of any prefix) is up: what all of them share (buffers,
+# shield) is put back only by the last one down.
+testbeds_up() {
+	compgen -G "$HS_STATE_DIR/testbed-*.env" >/dev/null
+}
+
 # Run after this testbed's state file is gone: restores what set_buffers
 # raised once no testbed is left up, unless someone changed it since.
 restore_buffers() {
 	local key orig cur
 	[ -e "$SAVED_SYSCTLS" ] || return 0
-	! compgen -G "$HS_STATE_DIR/testbed-*.env" >/dev/null || return 0
+	! testbeds_up || return 0
 	while read -r key orig; do
 		cur=$(cat "/proc/sys/net/core/$key")
 		if [ "$cur" = "$BUF_BYTES" ]; then
@@ -398,7 +404,7 @@ set_shield() {
 lift_shield() {
 	local out
 	[ -e "$SHIELD_STATE" ] || return 0
-	! compgen -G "$HS_STATE_DIR/testbed-*.env" >/dev/null || return 0
+	! testbeds_up || return 0
 	out=$(python3 "$here/shield.py" off "$SHIELD_STATE") ||
 		hs_die "could not give the tasks moved off the router's CPU their CPUs back ($SHIELD_STATE kept)"
 	say "shield lifted: $out"

@@ -11,13 +11,15 @@ int hs_flows_init(struct hs_flows *f, uint32_t max)
 	f->cap = 1024;
 	f->mask = 2 * f->cap - 1;
 	f->items = calloc(f->cap, sizeof(*f->items));
+	f->done_t1 = calloc(f->cap, sizeof(*f->done_t1));
 	f->index = calloc(f->mask + 1, sizeof(*f->index));
-	return f->items && f->index ? 0 : -ENOMEM;
+	return f->items && f->done_t1 && f->index ? 0 : -ENOMEM;
 }
 
 void hs_flows_free(struct hs_flows *f)
 {
 	free(f->items);
+	free(f->done_t1);
 	free(f->index);
 	memset(f, 0, sizeof(*f));
 }
@@ -53,11 +55,16 @@ static int grow(struct hs_flows *f)
 {
 	uint32_t cap = f->cap * 2, mask = 2 * cap - 1;
 	struct hs_flow *items = realloc(f->items, cap * sizeof(*items));
+	uint64_t *done_t1;
 	uint32_t *index;
 
 	if (!items)
 		return -ENOMEM;
 	f->items = items;
+	done_t1 = realloc(f->done_t1, cap * sizeof(*done_t1));
+	if (!done_t1)
+		return -ENOMEM;
+	f->done_t1 = done_t1;
 	index = calloc(mask + 1, sizeof(*index));
 	if (!index)
 		return -ENOMEM;
@@ -92,6 +99,7 @@ uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
 		;
 	t.id = f->n;
 	f->items[f->n] = t;
+	f->done_t1[f->n] = 0;
 	f->index[h] = ++f->n;
 	return t.id;
 }

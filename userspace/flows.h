@@ -10,6 +10,7 @@
 
 struct hs_flows {
 	struct hs_flow *items;		/* by id */
+	uint64_t *done_t1;		/* by id: latest t1 of the flow's complete packets */
 	uint32_t *index;		/* open addressing: id + 1, 0 = empty */
 	uint32_t n, cap, mask, max;
 	uint32_t written;		/* items[0..written) are in the file */

@@ -103,26 +103,6 @@ static int write_pending(struct hs_writer *w)
 	return 0;
 }
 
-static int note_done(struct hs_writer *w, uint32_t flow, uint64_t t1)
-{
-	if (flow >= w->ndone) {
-		uint32_t n = w->ndone ? w->ndone : 1024;
-		uint64_t *p;
-
-		while (n <= flow)
-			n *= 2;
-		p = realloc(w->done_t1, n * sizeof(*p));
-		if (!p)
-			return -1;
-		memset(p + w->ndone, 0, (n - w->ndone) * sizeof(*p));
-		w->done_t1 = p;
-		w->ndone = n;
-	}
-	if (t1 > w->done_t1[flow])
-		w->done_t1[flow] = t1;
-	return 0;
-}
-
 int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 {
 	struct hs_record *slot = &w->buf[w->nbuf++];
@@ -133,15 +113,15 @@ int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 		w->by_status[r->status]++;
 	if (r->status == HS_ST_COMPLETE) {
 		w->complete++;
-		if (slot->flow != HS_FLOW_NONE && note_done(w, slot->flow, r->t[HS_T1]))
-			return -ENOMEM;
+		if (slot->flow != HS_FLOW_NONE && r->t[HS_T1] > w->flows.done_t1[slot->flow])
+			w->flows.done_t1[slot->flow] = r->t[HS_T1];
 	}
 	/* A flow keeps its order through the router (one RPS CPU, one FIFO or
 	 * per-flow qdisc queue): a packet still "inside" after a later one of its
 	 * flow left was not inside; its t4 went unseen. The backend hands over the
 	 * ring's records before the inflight ones. */
-	if (r->status == HS_ST_INFLIGHT && slot->flow < w->ndone &&
-	    w->done_t1[slot->flow] > r->t[HS_T1])
+	if (r->status == HS_ST_INFLIGHT && slot->flow != HS_FLOW_NONE &&
+	    w->flows.done_t1[slot->flow] > r->t[HS_T1])
 		w->t4_unseen++;
 	return w->nbuf == HS_CHUNK_RECORDS_MAX ? write_pending(w) : 0;
 }
@@ -175,5 +155,4 @@ void hs_writer_free(struct hs_writer *w)
 		close(w->fd);
 	free(w->buf);
 	hs_flows_free(&w->flows);
-	free(w->done_t1);
 }

@@ -18,8 +18,6 @@ struct hs_writer {
 	uint64_t written;		/* records in the file */
 	uint64_t by_status[8];		/* records received, by enum hs_status */
 	uint64_t complete;
-	uint64_t *done_t1;		/* by flow id: latest t1 of a complete record */
-	uint32_t ndone;
 	uint64_t t4_unseen;		/* inflight at stop, yet overtaken by its own flow */
 };
 
