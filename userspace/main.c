@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "hopscope_file.h"
+#include "pycmd.h"
 #include "record.h"
 #include "runmeta.h"
 
@@ -57,38 +58,6 @@ static int layout(void)
 	return 0;
 }
 
-/*
- * The Python half from this binary's own tree (build/../userspace/python)
- * when there is one: an installed or editable package elsewhere may be
- * another checkout's, older or newer than this binary.
- */
-static void use_own_package(void)
-{
-	char exe[PATH_MAX], dir[PATH_MAX + 64], init[PATH_MAX + 96];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	const char *old = getenv("PYTHONPATH");
-
-	if (n <= 0)
-		return;
-	exe[n] = 0;
-	snprintf(dir, sizeof(dir), "%s/../userspace/python", dirname(exe));
-	snprintf(init, sizeof(init), "%s/hopscope/__init__.py", dir);
-	if (access(init, R_OK))
-		return;
-	if (old && *old) {
-		size_t len = strlen(dir) + strlen(old) + 2;
-		char *both = malloc(len);
-
-		if (!both)
-			return;
-		snprintf(both, len, "%s:%s", dir, old);
-		setenv("PYTHONPATH", both, 1);
-		free(both);
-	} else {
-		setenv("PYTHONPATH", dir, 1);
-	}
-}
-
 int main(int argc, char **argv)
 {
 	const char *cmd = argc > 1 ? argv[1] : NULL;
@@ -105,23 +74,5 @@ int main(int argc, char **argv)
 		printf("hopscope %s (record format %d)\n", HS_TRACER_VERSION, HS_FILE_VERSION);
 		return 0;
 	}
-	/* the analysis commands live in the Python package. Keep freed memory in
-	 * the process: on VMs whose host reclaims freed pages, touching fresh
-	 * memory again cost 0.5-3 s per GB and doubled the time of the statistics
-	 * on 10 M records (bench/analysis_stats.py); a user's own setting wins */
-	setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776", 0);
-	use_own_package();
-	const char *py = getenv("PYTHON") ? getenv("PYTHON") : "python3";
-	char **args = calloc(argc + 3, sizeof(*args));
-
-	if (!args)
-		return 1;
-	args[0] = (char *)py;
-	args[1] = "-m";
-	args[2] = "hopscope";
-	for (int i = 1; i < argc; i++)
-		args[i + 2] = argv[i];
-	execvp(py, args);
-	fprintf(stderr, "hopscope: cannot run %s for '%s': %s\n", py, cmd, strerror(errno));
-	return 1;
+	return hs_exec_python(argc, argv);
 }
