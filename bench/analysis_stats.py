@@ -21,9 +21,15 @@ import tempfile
 import time
 
 import hopscope
-from hopscope import busy, coffee, hist, interarrival, loss, queues, stats
+from hopscope.analysis import busy
+from hopscope.analysis import coffee
+from hopscope.analysis import hist
+from hopscope.analysis import interarrival
+from hopscope.analysis import loss
+from hopscope.analysis import queues
+from hopscope.analysis import stats
 from hopscope.analysis import analyse
-from hopscope.synth import write_synthetic
+from hopscope.record.synth import write_synthetic
 from load_speed import touch_seconds
 
 

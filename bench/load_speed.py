@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 import hopscope
-from hopscope.synth import write_synthetic
+from hopscope.record.synth import write_synthetic
 
 
 def touch_seconds(nbytes):

@@ -38,11 +38,11 @@ import pandas as pd
 from notebook_setup import in_us, input_path, output_qdiscs
 
 import hopscope
-from hopscope import figures
+from hopscope.report import figures
 from hopscope.analysis import analyse
-from hopscope.format import STAGE_NAMES
-from hopscope.hist import relative_histogram
-from hopscope.stats import STAGES
+from hopscope.record.format import STAGE_NAMES
+from hopscope.analysis.hist import relative_histogram
+from hopscope.analysis.stats import STAGES
 
 PATH = input_path("HOPSCOPE_RECORDING", "competitive.hsr")
 SENDERS = [int(t) for t in os.environ.get("HOPSCOPE_TOS", "4,5").split(",")]
@@ -158,7 +158,7 @@ where["reason"] = where["drop_reason"].map(lambda r: names.get(str(r), f"reason 
 where
 
 # %% [markdown]
-# The whole run's loss table (`hopscope.loss.loss_table`): the router's own
+# The whole run's loss table (`hopscope.analysis.loss.loss_table`): the router's own
 # drops apart from what the tracer lost (ring buffer full, evicted slots,
 # key collisions) and from packets that were neither. Rows with a count of 0
 # are left out here; a tracer row above 0 means the recording itself is

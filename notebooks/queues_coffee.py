@@ -47,11 +47,11 @@ import pandas as pd
 from notebook_setup import input_path, output_qdiscs
 
 import hopscope
-from hopscope import figures
+from hopscope.report import figures
 from hopscope.analysis import analyse
-from hopscope.coffee import coffee_breaks, interoccurrence
-from hopscope.hist import relative_histogram
-from hopscope.queues import occupancy, time_weighted_hist
+from hopscope.analysis.coffee import coffee_breaks, interoccurrence
+from hopscope.analysis.hist import relative_histogram
+from hopscope.analysis.queues import occupancy, time_weighted_hist
 
 PATH = input_path("HOPSCOPE_RECORDING", "competitive.hsr")
 MIN_BREAK_NS = (int(float(os.environ["HOPSCOPE_MIN_BREAK_US"]) * 1000)
@@ -143,7 +143,7 @@ plt.show()
 # (arrived, not yet at t2) while no packet is being processed (t2..t3), the
 # output queue is empty and the link idle: the router idles although work is
 # waiting — interrupt moderation, the scheduler, a CPU waking up.
-# `hopscope.coffee.coffee_breaks` counts those at least `min_duration_ns`
+# `hopscope.analysis.coffee.coffee_breaks` counts those at least `min_duration_ns`
 # long. By default (`analyse`) that is the run's idle floor: the 99.9th
 # percentile of t2 − t1 over packets that found the router idle (nothing in it
 # for 50 µs). Such a packet waits that long with nothing wrong — skb building,

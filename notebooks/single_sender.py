@@ -38,7 +38,7 @@ import matplotlib.pyplot as plt
 from notebook_setup import in_us, input_path, output_qdiscs
 
 import hopscope
-from hopscope import figures
+from hopscope.report import figures
 from hopscope.analysis import analyse
 
 PATH = input_path("HOPSCOPE_RECORDING", "single.hsr")

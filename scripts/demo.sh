@@ -17,7 +17,7 @@ import sys
 
 import pandas as pd
 
-from hopscope.truth import truth_counts
+from hopscope.traffic.truth import truth_counts
 
 run = sys.argv[1]
 truth = pd.read_parquet(os.path.join(run, "truth.parquet"))

@@ -6,8 +6,8 @@ a frame made here tests what the library will see.
 import numpy as np
 import pandas as pd
 
-from hopscope import format as fmt
-from hopscope.load import DELAYS
+from hopscope.record import format as fmt
+from hopscope.record.load import DELAYS
 
 BIG = 10**15  # a monotonic clock of a machine up ~12 days: far beyond float64's ns precision
 

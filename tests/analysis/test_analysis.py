@@ -5,11 +5,11 @@ import pytest
 
 import hopscope
 from frames import frame
-from hopscope import format as fmt
+from hopscope.record import format as fmt
 from hopscope.analysis import analyse
-from hopscope.coffee import coffee_breaks
-from hopscope.queues import occupancy
-from hopscope.synth import write_synthetic
+from hopscope.analysis.coffee import coffee_breaks
+from hopscope.analysis.queues import occupancy
+from hopscope.record.synth import write_synthetic
 
 
 @pytest.fixture(scope="module")

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from frames import BIG, frame
-from hopscope.busy import busy_periods, min_transit_by_size, wire_ns
+from hopscope.analysis.busy import busy_periods, min_transit_by_size, wire_ns
 
 
 def _output_run(pairs, **kw):

@@ -5,7 +5,7 @@ import pytest
 
 from frames import BIG, frame
 from hopscope.analysis import analyse
-from hopscope.coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns, interoccurrence
+from hopscope.analysis.coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns, interoccurrence
 
 
 def pipeline(n, planted=(), dropped=(), ip_len=None, base=BIG):

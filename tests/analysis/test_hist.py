@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from hopscope.hist import MAX_BINS, relative_histogram
+from hopscope.analysis.hist import MAX_BINS, relative_histogram
 
 
 def test_linear_bins_at_the_resolution():

@@ -2,7 +2,7 @@
 import numpy as np
 
 from frames import frame
-from hopscope.interarrival import output_interarrivals, prerouting_interarrivals
+from hopscope.analysis.interarrival import output_interarrivals, prerouting_interarrivals
 
 
 def test_in_time_order_whatever_the_record_order():

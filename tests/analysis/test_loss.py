@@ -2,7 +2,7 @@
 import pandas as pd
 
 from frames import frame
-from hopscope.loss import loss_table
+from hopscope.analysis.loss import loss_table
 
 
 def _row(table, source, what_starts, stage=None):

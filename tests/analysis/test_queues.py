@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from frames import BIG, frame
-from hopscope.queues import occupancy, paper_estimate, step_count, time_weighted_hist
+from hopscope.analysis.queues import occupancy, paper_estimate, step_count, time_weighted_hist
 
 
 def _input_run(pairs, **kw):

@@ -9,7 +9,7 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
-from hopscope import synth  # noqa: E402
+from hopscope.record import synth  # noqa: E402
 
 # summary, linear and log histograms, senders, queues, coffee, series, output side
 PAGES_ONE_RUN = 8

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from frames import frame
-from hopscope.stats import COLUMNS, STAGES, grouped_delays, stage_stats
+from hopscope.analysis.stats import COLUMNS, STAGES, grouped_delays, stage_stats
 
 
 def _run(d_iq, **kw):

@@ -22,9 +22,9 @@ NOTEBOOKS = os.path.join(ROOT, "notebooks")
 DATA = os.path.join(ROOT, "tests", "data")
 sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 import hopscope  # noqa: E402
-from hopscope.coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns  # noqa: E402
-from hopscope.queues import occupancy  # noqa: E402
-from hopscope.stats import stage_stats  # noqa: E402
+from hopscope.analysis.coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns  # noqa: E402
+from hopscope.analysis.queues import occupancy  # noqa: E402
+from hopscope.analysis.stats import stage_stats  # noqa: E402
 
 NAMES = ("single_sender", "competitive", "queues_coffee", "overhead")
 CELL_TIMEOUT = 120  # s; a whole notebook takes 3-6 s here

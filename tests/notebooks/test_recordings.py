@@ -13,8 +13,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 DATA = os.path.join(ROOT, "tests", "data")
 sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 import hopscope  # noqa: E402
-from hopscope.queues import occupancy  # noqa: E402
-from hopscope.scenario import load_scenario  # noqa: E402
+from hopscope.analysis.queues import occupancy  # noqa: E402
+from hopscope.traffic.scenario.load import load_scenario  # noqa: E402
 
 CONDITIONS = {c.name: c for c in load_scenario(os.path.join(DATA, "recording.toml")).conditions()}
 MAX_BYTES = 3_000_000  # all of tests/data: a small checkout

@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 
 import hopscope
-from hopscope import format as fmt
-from hopscope.export import metadata, to_csv, to_parquet
-from hopscope.synth import write_synthetic
+from hopscope.record import format as fmt
+from hopscope.record.export import metadata, to_csv, to_parquet
+from hopscope.record.synth import write_synthetic
 
 N = 5000
 

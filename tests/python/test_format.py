@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from hopscope import format as fmt
+from hopscope.record import format as fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 

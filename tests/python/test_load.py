@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 import hopscope
-from hopscope import format as fmt
-from hopscope.synth import write_synthetic
+from hopscope.record import format as fmt
+from hopscope.record.synth import write_synthetic
 
 N = 20_000
 CHUNK = 4096

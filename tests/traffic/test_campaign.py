@@ -19,9 +19,9 @@ import pyarrow.dataset as pads
 import pytest
 
 import hopscope
-from hopscope.dataset import PART, partition
-from hopscope.scenario import load_scenario
-from hopscope.stats import stage_stats
+from hopscope.record.dataset import PART, partition
+from hopscope.traffic.scenario.load import load_scenario
+from hopscope.analysis.stats import stage_stats
 from test_campaign_env import (PREFIX, ROOT, hopscope as cli, our_namespaces, our_processes,
                                stop_group, take_testbed_down, wait_for)
 

@@ -3,7 +3,7 @@ terminal, plain lines anywhere else."""
 import io
 import time
 
-from hopscope.progress import Progress, clock
+from hopscope.traffic.progress import Progress, clock
 
 
 class Terminal(io.StringIO):

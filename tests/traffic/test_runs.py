@@ -12,9 +12,10 @@ import pandas as pd
 import pytest
 
 import hopscope
-from hopscope import runner
-from hopscope.runner import RunError, run_condition
-from hopscope.scenario import parse_scenario
+from hopscope.traffic import run as runner
+from hopscope.traffic.result import RunError
+from hopscope.traffic.run import run_condition
+from hopscope.traffic.scenario.load import parse_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = "hst-tr-t-"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from hopscope.scenario import ScenarioError, load_scenario, parse_scenario
+from hopscope.traffic.scenario.load import ScenarioError, load_scenario, parse_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHIPPED = sorted(glob.glob(os.path.join(ROOT, "traffic", "*", "*.toml")))

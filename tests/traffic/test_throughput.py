@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from hopscope.scenario import load_scenario
-from hopscope.throughput import read_results
+from hopscope.traffic.scenario.load import load_scenario
+from hopscope.traffic.throughput_file import read_results
 from test_campaign_env import PREFIX, hopscope, our_namespaces, stop_group, take_testbed_down
 
 PAYLOAD = 458          # UDP payload bytes

@@ -9,8 +9,8 @@ import sys
 import numpy as np
 import pytest
 
-from hopscope import iperf
-from hopscope import packetkey as pk
+from hopscope.traffic.generators import iperf
+from hopscope.traffic import packetkey as pk
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bpf"))
 from keyhash import key_hash as reference  # noqa: E402

@@ -3,8 +3,8 @@
     import hopscope
     df = hopscope.load("run.hsr")      # one row per packet; see docs/record-format.md
 """
-from .load import load
-from .reader import RecordFile, RecordFileError, RecordFileWarning
+from .record.load import load
+from .record.reader import RecordFile, RecordFileError, RecordFileWarning
 
 __version__ = "0.1.0"
 __all__ = ["load", "RecordFile", "RecordFileError", "RecordFileWarning", "__version__"]

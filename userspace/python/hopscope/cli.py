@@ -15,25 +15,25 @@ from typing import Callable, NamedTuple
 import numpy as np
 
 from . import __version__
-from . import format as fmt
-from .load import load, to_dataframe
-from .reader import RecordFile, RecordFileError
+from .record import format as fmt
+from .record.load import load, to_dataframe
+from .record.reader import RecordFile, RecordFileError
 
 # name -> (target, one-line summary). target is "module" or "module:attr" naming
 # an object with add_arguments(parser) and run(args, parser) -> exit status. It
 # is imported only when its subcommand runs, so one subcommand's dependencies
 # never slow down another. Add new subcommands here.
 SUBCOMMANDS = {
-    "export": ("hopscope.export", "write a record file as Parquet or CSV"),
+    "export": ("hopscope.record.export", "write a record file as Parquet or CSV"),
     "verify": ("hopscope.cli:VERIFY", "check a record file: structure, CRC32 of every chunk"),
     "describe": ("hopscope.cli:DESCRIBE",
                  "summarise a record file: run, interfaces, counts, delays"),
-    "report": ("hopscope.report", "a PDF report of one or more runs: tables and the paper's figures"),
-    "campaign": ("hopscope.campaign",
+    "report": ("hopscope.report.pdf", "a PDF report of one or more runs: tables and the paper's figures"),
+    "campaign": ("hopscope.traffic.campaign",
                  "run every condition of a scenario x its repetitions, resumable; summary"),
-    "throughput": ("hopscope.throughput",
+    "throughput": ("hopscope.traffic.throughput",
                    "lossless throughput of each condition of a scenario (binary search)"),
-    "scenario": ("hopscope.scenario_cli",
+    "scenario": ("hopscope.traffic.scenario.cli",
                  "check a scenario file (traffic/README.md), or run each condition once"),
 }
 

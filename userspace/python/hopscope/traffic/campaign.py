@@ -19,15 +19,16 @@ import shutil
 import signal
 import sys
 import time
-import warnings
 from dataclasses import dataclass
 
-from . import dataset, summary
-from .load import load
+from ..analysis.runs import run_stats
+from ..files import write_json
+from ..record import dataset
+from ..report.campaign import write as write_summary
 from .progress import Progress
-from .reader import RecordFileWarning
-from .runner import run_condition
-from .runstats import write_json
+from .result import RunError
+from .run import require_root, run_condition
+from .scenario.load import ScenarioError, load_scenario
 
 FORMAT = "hopscope-campaign/1"
 KEY = "campaign"  # our part of each run's metadata.json
@@ -96,27 +97,25 @@ def execute(run, outdir, prefix):
     dataset.remove_run(outdir, run.condition.name, run.repetition)
     os.makedirs(run.dir)
     started = time.time()
-    result = run_condition(run.condition, run.dir, prefix=prefix, record=True)
-    with warnings.catch_warnings():  # its problems are kept and reported with the run
-        warnings.simplefilter("ignore", RecordFileWarning)
-        df = load(os.path.join(run.dir, "run.hsr"))
-    stats = summary.run_stats(df)
-    part = dataset.write_run(df, outdir, run.condition.name, run.repetition)
-    meta = read_metadata(run.dir) or {}
-    meta[KEY] = {
-        "finished": True,
-        "condition_name": run.condition.name,
-        "repetition": run.repetition,
-        "condition": _jsonable(run.condition.to_dict()),
-        "started": started,
-        "seconds": time.time() - started,
-        "counts": counts(result, df),
-        "problems": list(df.attrs.get("problems") or ()),
-        "dataset": os.path.relpath(part, outdir),
-        "stats": stats,
-    }
-    write_json(metadata_path(run.dir), meta)
-    return meta
+
+    def finish(result, meta):
+        # the dataset part first: "finished" goes into metadata.json with it
+        df = result.records
+        part = dataset.write_run(df, outdir, run.condition.name, run.repetition)
+        meta[KEY] = {
+            "finished": True,
+            "condition_name": run.condition.name,
+            "repetition": run.repetition,
+            "condition": _jsonable(run.condition.to_dict()),
+            "started": started,
+            "seconds": time.time() - started,
+            "counts": counts(result, df),
+            "problems": list(df.attrs.get("problems") or ()),
+            "dataset": os.path.relpath(part, outdir),
+            "stats": run_stats(df),
+        }
+    run_condition(run.condition, run.dir, prefix=prefix, record=True, finish=finish)
+    return read_metadata(run.dir)
 
 
 def counts(result, df):
@@ -219,7 +218,7 @@ def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False
         finished_runs = [m for m in done if m]
         out = sys.stderr
         if finished_runs:
-            paths = summary.write([_summary_entry(m) for m in finished_runs], outdir,
+            paths = write_summary([_summary_entry(m) for m in finished_runs], outdir,
                                   title=f"{os.path.basename(scenario_path)}: "
                                         f"{len(finished_runs)} of {len(runs)} runs")
             print(f"campaign: {len(finished_runs)} of {len(runs)} runs finished in {outdir}; "
@@ -278,7 +277,6 @@ def add_arguments(p):
 
 
 def run(args, parser):
-    from .scenario import ScenarioError, load_scenario
     try:
         scenario = load_scenario(args.scenario)
     except ScenarioError as e:
@@ -287,13 +285,10 @@ def run(args, parser):
     try:
         if args.list:
             return _list(scenario, args.output)
-        if os.geteuid() != 0:
-            print("hopscope campaign: must run as root (network namespaces, BPF)",
-                  file=sys.stderr)
-            return 1
+        require_root()
         return run_campaign(scenario, args.scenario, args.output, prefix=args.prefix,
                             keep_going=args.keep_going)
-    except CampaignError as e:
+    except (CampaignError, RunError) as e:
         print(f"hopscope campaign: {e}", file=sys.stderr)
         return 1
 

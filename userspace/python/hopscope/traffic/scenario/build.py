@@ -3,8 +3,8 @@ turned into the fields of scenario.Condition and its Senders."""
 import math
 import os
 
-from .ditg import SIGNAL_PORT
-from .scenario_check import (CPU_ROLES, GENERATORS, MAX_PPS, MAX_SIZE, MIN_SIZE, NAMESPACES,
+from ..generators.ditg import SIGNAL_PORT
+from .check import (CPU_ROLES, GENERATORS, MAX_PPS, MAX_SIZE, MIN_SIZE, NAMESPACES,
                              POLL_PPS, PROGRAM, SIZE_DISTS, STAGES, Reader, cpu_number,
                              mean_size, shape_problem)
 

@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from . import packetkey as pk
+from .. import packetkey as pk
 
 COUNTER_MAX = 1 << 32
 SEARCH_US = 50_000  # the longest sender -> t1 latency searched (a full backlog: ms)

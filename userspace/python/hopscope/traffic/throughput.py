@@ -15,19 +15,12 @@ import sys
 import time
 from dataclasses import asdict, dataclass
 
+from .generators import REACHED
 from .progress import Progress
-from .runner import run_condition
-from .runstats import write_json
-
-FORMAT = "hopscope-throughput/1"
-FILE = "throughput.json"
-# a trial whose senders offered less than this share of the asked rate did not
-# test that rate: the generator, not the router, set the limit
-REACHED = 0.95
-
-
-class ThroughputError(Exception):
-    pass
+from .result import RunError
+from .run import require_root, run_condition
+from .scenario.load import ScenarioError, load_scenario
+from .throughput_file import FILE, write_results
 
 
 @dataclass
@@ -110,21 +103,6 @@ def trial_runner(outdir, prefix, trial_seconds):
     return run_trial
 
 
-def write_results(path, scenario_path, method, results):
-    doc = {"format": FORMAT, "scenario": os.path.abspath(scenario_path), "method": method,
-           "conditions": results}
-    write_json(path, doc)
-
-
-def read_results(path):
-    """A throughput.json as a dict: {condition name: lossless pps or None}."""
-    with open(path) as f:
-        doc = json.load(f)
-    if not isinstance(doc, dict) or doc.get("format") != FORMAT:
-        raise ThroughputError(f"{path}: not a {FORMAT} file")
-    return {name: c.get("lossless_pps") for name, c in doc["conditions"].items()}
-
-
 def run_search(scenario, scenario_path, outdir, lo, hi, resolution, trial_seconds,
                prefix="hs-"):
     """Search every condition; write DIR/throughput.json after each. Exit status."""
@@ -198,7 +176,6 @@ def add_arguments(p):
 
 
 def run(args, parser):
-    from .scenario import ScenarioError, load_scenario
     resolution = args.resolution if args.resolution is not None else args.max / 100
     if not 0 <= args.min < args.max:
         parser.error(f"--min {args.min:g} must be at least 0 and below --max {args.max:g}")
@@ -211,8 +188,10 @@ def run(args, parser):
     except ScenarioError as e:
         print(f"hopscope throughput: {e}", file=sys.stderr)
         return 1
-    if os.geteuid() != 0:
-        print("hopscope throughput: must run as root (network namespaces)", file=sys.stderr)
+    try:
+        require_root()
+    except RunError as e:
+        print(f"hopscope throughput: {e}", file=sys.stderr)
         return 1
     return run_search(scenario, args.scenario, args.output, args.min, args.max, resolution,
                       args.trial_seconds, prefix=args.prefix)

@@ -3,7 +3,7 @@ given. Times arrive in ns and are shown in µs; frequencies are relative."""
 import numpy as np
 from matplotlib import ticker
 
-from .stats import STAGES
+from ..analysis.stats import STAGES
 
 US = 1e-3
 STAGE_LABEL = {

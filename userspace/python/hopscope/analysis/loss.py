@@ -8,7 +8,7 @@ all exist only as counters in the file's trailer (or its last snapshot).
 import numpy as np
 import pandas as pd
 
-from . import format as fmt
+from ..record import format as fmt
 
 COLUMNS = ("source", "stage", "what", "drop_reason", "reason", "packets")
 

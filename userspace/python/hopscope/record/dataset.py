@@ -23,6 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from ..files import atomic
+
 PACKETS = "packets"
 PART = "part-0.parquet"
 
@@ -71,9 +73,8 @@ def write_run(df, root, condition, repetition):
     folder = partition(root, condition, repetition)
     os.makedirs(folder, exist_ok=True)
     path = os.path.join(folder, PART)
-    tmp = os.path.join(folder, "." + PART + ".tmp")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
+    with atomic(path) as tmp:  # hidden while written: readers of the dataset skip dot files
+        pq.write_table(table, tmp)
     return path
 
 

@@ -72,7 +72,7 @@ def _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender):
         "version": fmt.FILE_VERSION,
         "tracer_version": "synthetic",
         "backend": "ebpf",
-        "command": f"hopscope.synth.write_synthetic(n={n}, seed={seed})",
+        "command": f"hopscope.record.synth.write_synthetic(n={n}, seed={seed})",
         "hostname": "synthetic",
         "start_realtime_ns": start_mono + mono_to_real,
         "start_monotonic_ns": start_mono,

@@ -15,10 +15,10 @@ import os
 import numpy as np
 import pandas as pd
 
-from . import format as fmt
-from . import iperf
+from ..record import format as fmt
+from .generators import iperf
 from . import packetkey as pk
-from .ditg import DAY_NS
+from .generators.ditg import DAY_NS
 
 STAGE_COLUMNS = ("t0", "t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4",
                  "d_rxq", "d_iq", "d_p", "d_oq", "d_opath", "d_qdisc", "transit")

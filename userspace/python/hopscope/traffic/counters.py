@@ -2,7 +2,6 @@
 interface's packets and drops, the receiver's UDP errors, the sink. Taken
 before the senders start and after they stop; the runner keeps the deltas."""
 import json
-import os
 import subprocess
 
 ROLES = ("sender1", "sender2", "router", "receiver")
@@ -62,23 +61,3 @@ def _delta(a, b):
         return {k: _delta(a[k], b[k]) for k in a if k in b}
     return b - a
 
-
-def write_json(path, obj):
-    """Whole or not at all, also after a kill -9 or a crash: write a temporary
-    file, sync it, then rename it."""
-    tmp = path + ".tmp"
-    with open(tmp, "w") as f:
-        json.dump(obj, f, indent=2)
-        f.write("\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
-
-
-def read_text(path):
-    """A file's text, or "" when it is not there (yet)."""
-    try:
-        with open(path, errors="replace") as f:
-            return f.read()
-    except OSError:
-        return ""

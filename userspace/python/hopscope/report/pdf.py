@@ -5,20 +5,14 @@ the delays, busy periods, minimum transit by size and the loss table. Several
 runs are tabulated side by side and their histograms overlaid."""
 import os
 
-import matplotlib
 import pandas as pd
+from matplotlib.backends.backend_pdf import PdfPages
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
-
-from . import figures as fig  # noqa: E402
-from .analysis import analyse  # noqa: E402
-from .load import load  # noqa: E402
-from .stats import STAGES  # noqa: E402
-
-PAGE = (11.69, 8.27)  # A4 landscape, inches
-plt.rcParams.update({"font.size": 10, "axes.titlesize": 11, "figure.titlesize": 13})
+from ..analysis.run import analyse
+from ..analysis.stats import STAGES
+from ..record.load import load
+from . import figures as fig
+from .page import PAGE, plt
 STAT_COLUMNS = ("count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "std")
 
 

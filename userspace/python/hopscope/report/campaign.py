@@ -1,17 +1,47 @@
-"""The campaign summary as a PDF: one page of plots (each stage's p50, p99,
-p99.9 and max per condition, mean over repetitions with their spread as error
-bars) and pages of tables (the summary, then every run's counts)."""
-import matplotlib
+"""A campaign's summary, written into its folder:
 
-matplotlib.use("Agg")  # files only; never a display
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+    runs.csv, runs.parquet        one row per run and stage
+    summary.csv, summary.parquet  one row per condition and stage:
+                                  STAT_mean and STAT_std over its runs
+    summary.pdf                   one page of plots (each stage's p50, p99,
+                                  p99.9 and max per condition, mean over
+                                  repetitions with their spread as error bars)
+                                  and pages of tables (the summary, then
+                                  every run's counts)
 
-from .stats import STAGES  # noqa: E402
+Delays are in nanoseconds in the tables, microseconds in the PDF.
+"""
+import os
+
+from matplotlib.backends.backend_pdf import PdfPages
+
+from ..analysis.runs import runs_table, summary_table
+from ..analysis.stats import STAGES
+from ..files import atomic
+from .page import PAGE, plt
 
 PLOTTED = (("p50", "o"), ("p99", "s"), ("p99_9", "^"), ("max", "v"))
 ROWS_PER_PAGE = 40
 US = 1e3  # ns per microsecond
+
+
+def write(runs, outdir, title):
+    """Write the tables and the PDF; returns the paths written."""
+    runs_df = runs_table(runs)
+    summary = summary_table(runs_df)
+    paths = []
+    for name, table in (("runs", runs_df), ("summary", summary)):
+        for ext, write_one in (("csv", lambda t, p: t.to_csv(p, index=False)),
+                               ("parquet", lambda t, p: t.to_parquet(p, index=False))):
+            path = os.path.join(outdir, f"{name}.{ext}")
+            with atomic(path) as tmp:
+                write_one(table, tmp)
+            paths.append(path)
+    pdf = os.path.join(outdir, "summary.pdf")
+    with atomic(pdf) as tmp:
+        draw(summary, runs_df, tmp, title)
+    paths.append(pdf)
+    return paths
 
 
 def draw(summary, runs, path, title):
@@ -27,7 +57,7 @@ def draw(summary, runs, path, title):
 
 
 def _plots(pdf, summary, title):
-    fig, axes = plt.subplots(2, 2, figsize=(11.69, 8.27), squeeze=False)  # A4 landscape
+    fig, axes = plt.subplots(2, 2, figsize=PAGE, squeeze=False)
     conditions = list(dict.fromkeys(summary["condition"]))
     for ax, stage in zip(axes.flat, STAGES):
         rows = summary[summary["stage"] == stage].set_index("condition").reindex(conditions)
@@ -81,7 +111,7 @@ def _table(pdf, header_rows, caption):
     header, rows = header_rows
     for start in range(0, max(len(rows), 1), ROWS_PER_PAGE):
         page = rows[start:start + ROWS_PER_PAGE] or [["-"] * len(header)]
-        fig, ax = plt.subplots(figsize=(11.69, 8.27))
+        fig, ax = plt.subplots(figsize=PAGE)
         ax.axis("off")
         ax.set_title(caption, fontsize=10, loc="left")
         t = ax.table(cellText=page, colLabels=header, loc="upper left", cellLoc="left")

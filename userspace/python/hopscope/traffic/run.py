@@ -14,11 +14,13 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
 
-from . import ditg, iperf
-from .results import collect
-from .runstats import Counters, read_text, write_json
+from ..files import read_text, write_json
+from .collect import collect
+from .counters import Counters
+from .generators import ditg, iperf
+from .result import RunError
+
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))))
@@ -31,25 +33,16 @@ SETTLE_S = 0.5      # after the senders: packets still in flight arrive
 GRACE_S = 15        # a sender may overrun its planned time by this much (+ 50 %)
 
 
-class RunError(Exception):
-    """The run could not be done; the testbed is down again when this is raised."""
-
-
-@dataclass
-class RunResult:
-    sent: dict                  # sender -> packets its generator sent
-    received: dict              # sender -> packets its receiver got
-    forwarded: int              # r-rx tx_packets delta (control packets included)
-    complete: int | None        # complete records; None without a recording
-    paths: dict = field(default_factory=dict)
-    seconds: float = 0.0
-    truth: dict | None = None   # truth.truth_counts per sender (with a recording)
-
-
-def run_condition(cond, outdir, prefix="hs-", record=True):
-    """Run cond once into outdir (made if missing); see the module docstring."""
+def require_root():
     if os.geteuid() != 0:
         raise RunError("must run as root (network namespaces, BPF)")
+
+
+def run_condition(cond, outdir, prefix="hs-", record=True, finish=None):
+    """Run cond once into outdir (made if missing); see the module docstring.
+    finish(result, meta), if given, runs after the results are collected and
+    before metadata.json is written, and may add to meta."""
+    require_root()
     tools = {"ITGSend", "ITGRecv", "ITGDec"} if any(s.generator == "ditg" for s in cond.senders) \
         else set()
     tools |= {"iperf3"} if any(s.generator == "iperf3" for s in cond.senders) else set()
@@ -58,7 +51,7 @@ def run_condition(cond, outdir, prefix="hs-", record=True):
         raise RunError(f"{', '.join(missing)} not found: run scripts/install-deps.sh")
     if record and not os.access(HOPSCOPE, os.X_OK):
         raise RunError(f"{HOPSCOPE} not found: run make")
-    run = _Run(cond, os.path.abspath(outdir), prefix, record)
+    run = _Run(cond, os.path.abspath(outdir), prefix, record, finish)
     try:
         return run.go()
     except BaseException as e:
@@ -72,8 +65,9 @@ def run_condition(cond, outdir, prefix="hs-", record=True):
 
 
 class _Run:
-    def __init__(self, cond, outdir, prefix, record):
+    def __init__(self, cond, outdir, prefix, record, finish):
         self.cond, self.out, self.prefix, self.record = cond, outdir, prefix, record
+        self.finish = finish
         self.procs = []  # (name, Popen), stopped at cleanup
         self.meta = {"format": FORMAT, "condition": cond.to_dict(), "scenario": cond.scenario,
                      "prefix": prefix, "record": record, "addresses": ADDRESSES,
@@ -133,7 +127,7 @@ class _Run:
         self.teardown()
         self.meta["interfaces"] = counters.deltas()
         self.meta["seconds"] = time.monotonic() - t_start
-        result = collect(self, counters)
+        result = collect(self, counters, self.finish)
         result.seconds = self.meta["seconds"]
         return result
 
@@ -164,7 +158,7 @@ class _Run:
                      for s in counted]
             env = {"PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
             self.rxcount = self.spawn("rxcount", "receiver", cpu,
-                                      [sys.executable, "-m", "hopscope.rxcount", "rx-eth0", *specs],
+                                      [sys.executable, "-m", "hopscope.traffic.rxcount", "rx-eth0", *specs],
                                       "rxcount.json", env=env, stdin=subprocess.PIPE)
             self.wait(lambda: "ready" in read_text(self.path("rxcount.json")),
                       "the receive counter", self.rxcount)

@@ -1,16 +1,9 @@
-"""A campaign's summary: each stage's statistics per run, and their mean and
-spread across each condition's repetitions, as CSV, Parquet and a PDF.
-
-    OUT/runs.csv, runs.parquet        one row per run and stage
-    OUT/summary.csv, summary.parquet  one row per condition and stage:
-                                      STAT_mean and STAT_std over its runs
-    OUT/summary.pdf                   the same, drawn and tabulated
-
-Statistics are hopscope.stats.stage_stats' (complete packets only). Delays are
-in nanoseconds in the tables, microseconds in the PDF. Spread is the
-sample standard deviation across repetitions (empty with one repetition).
+"""Statistics across runs: each stage's statistics per run, and their mean
+and spread across each condition's repetitions (hopscope.report.campaign
+writes them). Statistics are stats.stage_stats' (complete packets only), in
+nanoseconds. Spread is the sample standard deviation across repetitions
+(empty with one repetition).
 """
-import os
 
 import numpy as np
 import pandas as pd
@@ -58,22 +51,3 @@ def summary_table(runs):
         out[f"{stat}_std"] = g[stat].std()  # ddof=1: NaN for a single run
     return out.reset_index()
 
-
-def write(runs, outdir, title):
-    """Write the tables and the PDF; returns the paths written."""
-    runs_df = runs_table(runs)
-    summary = summary_table(runs_df)
-    paths = []
-    for name, table in (("runs", runs_df), ("summary", summary)):
-        for ext, write_one in (("csv", lambda t, p: t.to_csv(p, index=False)),
-                               ("parquet", lambda t, p: t.to_parquet(p, index=False))):
-            path = os.path.join(outdir, f"{name}.{ext}")
-            write_one(table, path + ".tmp")
-            os.replace(path + ".tmp", path)
-            paths.append(path)
-    pdf = os.path.join(outdir, "summary.pdf")
-    from .summary_pdf import draw
-    draw(summary, runs_df, pdf + ".tmp", title)
-    os.replace(pdf + ".tmp", pdf)
-    paths.append(pdf)
-    return paths

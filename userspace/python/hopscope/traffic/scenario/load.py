@@ -10,9 +10,9 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
-from . import scenario_check as check
-from .scenario_build import build
-from .scenario_lines import key_lines, line_of
+from . import check
+from .build import build
+from .lines import key_lines, line_of
 
 
 class ScenarioError(Exception):

@@ -3,7 +3,7 @@ import argparse
 import os
 import sys
 
-from .scenario import ScenarioError, load_scenario
+from .load import ScenarioError, load_scenario
 
 
 def add_arguments(p):
@@ -47,7 +47,7 @@ def run(args, parser):
         conds = [c for c in conds if c.name in args.condition]
     if args.duration:
         conds = [c.with_duration(args.duration) for c in conds]
-    from .runner import RunError, run_condition
+    from ..run import RunError, run_condition
     failed = 0
     for i, cond in enumerate(conds, 1):
         out = os.path.join(args.output, cond.name)

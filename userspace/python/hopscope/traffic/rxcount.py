@@ -7,7 +7,7 @@ classic BPF filter (IPv4, UDP, source address, destination port, IP length)
 counts exactly instead; it is never read, so every match is dropped at once
 and PACKET_STATISTICS still counts it (tp_packets includes tp_drops).
 
-    ip netns exec RECEIVER python3 -m hopscope.rxcount IFACE NAME=SRC:DPORT:IPLEN ...
+    ip netns exec RECEIVER python3 -m hopscope.traffic.rxcount IFACE NAME=SRC:DPORT:IPLEN ...
 
 prints "ready" once counting, and {"NAME": packets, ...} as JSON when its
 stdin closes or it gets SIGTERM/SIGINT.

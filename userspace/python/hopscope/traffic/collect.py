@@ -1,16 +1,16 @@
 """After a run: the generators' logs decoded, what each sender sent and its
 receiver got, the truth join with the records, metadata.json."""
-from . import ditg, iperf
-from .load import load
-from .runstats import read_text, write_json
+from .generators import REACHED, ditg, iperf
+from ..record.load import load
+from ..files import read_text, write_json
+from .result import RunError, RunResult
 from .truth import join_truth, truth_counts
 
-REACHED = 0.95  # a sender that sent less than this share of what it was asked is reported
 
 
-def collect(run, counters):
-    """RunResult of a finished run (runner._Run); writes the tables and metadata."""
-    from .runner import RunError, RunResult
+def collect(run, counters, finish=None):
+    """RunResult of a finished run (run._Run); writes the tables and metadata
+    (after finish(result, meta), when given)."""
     cond, meta = run.cond, run.meta
     sent, received = {}, {}
     for s in cond.senders:
@@ -51,7 +51,7 @@ def collect(run, counters):
     result = RunResult(sent, received, forwarded, None, paths)
     if run.record:
         paths["records"] = run.path("run.hsr")
-        df = load(paths["records"])
+        df = result.records = load(paths["records"])
         result.complete = meta["counts"]["complete"] = int((df["status"] == "complete").sum())
         meta["record_problems"] = list(df.attrs.get("problems") or ())
         truth = join_truth(df, run.out, meta)
@@ -60,6 +60,8 @@ def collect(run, counters):
             truth.to_parquet(paths["truth"], index=False)
         result.truth = meta["truth"] = truth_counts(truth)
         _check_truth(meta, result)
+    if finish:
+        finish(result, meta)
     write_json(paths["metadata"], meta)
     return result
 

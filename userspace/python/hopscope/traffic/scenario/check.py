@@ -6,6 +6,8 @@ import math
 import os
 import re
 
+from ..throughput_file import ThroughputError, read_results
+
 TOP = {"name", "description", "repetitions", "duration", "throughput", "testbed", "tracer",
        "senders", "conditions", "vary"}
 CASE = {"name", "description", "duration", "repetitions", "testbed", "tracer", "senders"}
@@ -171,7 +173,6 @@ class Lossless:
                                           "\"path/throughput.json\" at the top of the file"))
             return None
         if self.results is None:
-            from .throughput import ThroughputError, read_results
             try:
                 self.results = read_results(self.path)
             except (OSError, ValueError, KeyError, TypeError, ThroughputError) as e:

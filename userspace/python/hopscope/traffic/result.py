@@ -1,0 +1,18 @@
+"""What run_condition gives back, and the error it raises."""
+from dataclasses import dataclass, field
+
+
+class RunError(Exception):
+    """The run could not be done; the testbed is down again when this is raised."""
+
+
+@dataclass
+class RunResult:
+    sent: dict                  # sender -> packets its generator sent
+    received: dict              # sender -> packets its receiver got
+    forwarded: int              # r-rx tx_packets delta (control packets included)
+    complete: int | None        # complete records; None without a recording
+    paths: dict = field(default_factory=dict)
+    seconds: float = 0.0
+    truth: dict | None = None   # truth.truth_counts per sender (with a recording)
+    records: object = None      # the run's records (hopscope.load), loaded once
