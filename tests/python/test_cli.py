@@ -1,0 +1,32 @@
+"""The Python half's one list of subcommands: what --commands prints is what
+exists, each answers --help, and an unknown one is a usage error."""
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "userspace", "python"))
+
+
+def hopscope(*args):
+    return subprocess.run([sys.executable, "-m", "hopscope", *args], capture_output=True,
+                          text=True, env=ENV)
+
+
+def test_every_listed_subcommand_exists_and_answers_help():
+    r = hopscope("--commands")
+    assert r.returncode == 0, r.stderr
+    names = [line.split("\t")[0] for line in r.stdout.splitlines()]
+    assert {"export", "verify", "describe", "report", "campaign", "throughput",
+            "scenario"} <= set(names)
+    assert "top" not in names
+    for name in names:
+        h = hopscope(name, "--help")
+        assert h.returncode == 0 and f"hopscope {name}" in h.stdout, h.stderr
+
+
+def test_unknown_subcommand_is_a_usage_error():
+    r = hopscope("top")
+    assert r.returncode == 2
+    assert "unknown subcommand 'top'" in r.stderr and "Traceback" not in r.stderr
+    assert "top" not in hopscope("--help").stdout

@@ -1,0 +1,81 @@
+"""`hopscope describe FILE`: a record file in a page of text: the run, the
+system, the interfaces, counts, delays, counters and problems."""
+import json
+import time
+
+import numpy as np
+
+from ..record.load import load
+
+
+def add_arguments(p):
+    p.add_argument("file", metavar="FILE", help="record file (.hsr)")
+    p.add_argument("--json", action="store_true",
+                   help="print the header, trailer and last counters as JSON instead")
+    p.add_argument("--verify", action="store_true", help="check every chunk's CRC32 too")
+    p.epilog = "example:\n  hopscope describe run.hsr"
+
+
+def run(args, parser):
+    df = load(args.file, verify=args.verify)
+    a = df.attrs
+    if args.json:
+        print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
+                                            "problems")}, indent=2))
+        return 0
+    for label, text in describe(df):
+        print(f"{label:<11} {text}")
+    return 0
+
+
+def describe(df):
+    """(label, text) lines summarising a loaded record file."""
+    a, h = df.attrs, df.attrs["header"]
+    out = [("file", f"{a['path']}: {len(df)} records"
+            + (" (NOT WHOLE: see the warning above)" if a["truncated"] else ""))]
+    start = h.get("start_realtime_ns")
+    when = (time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start / 1e9))
+            if isinstance(start, int) else "?")
+    kernel, cpu = h.get("kernel") or {}, h.get("cpu") or {}
+    out.append(("run", f"{when} on {h.get('hostname', '?')}, backend {h.get('backend', '?')}, "
+                       f"tracer {h.get('tracer_version', '?')}"))
+    out.append(("command", str(h.get("command", "?"))))
+    out.append(("system", f"kernel {kernel.get('release', '?')} {kernel.get('machine', '')}, "
+                          f"clocksource {h.get('clocksource', '?')}, "
+                          f"{cpu.get('count', '?')} x {cpu.get('model', '?')}"))
+    for i in h.get("interfaces") or ():
+        keys = ("ifindex", "driver", "xdp_mode", "rps_cpus", "mtu")
+        detail = [f"{k} {i[k]}" for k in keys if i.get(k) not in (None, "")]
+        qdisc = i.get("qdisc")  # `tc -j qdisc show` objects
+        if isinstance(qdisc, list):
+            detail.append("qdisc " + " ".join(str(q.get("kind", "?")) for q in qdisc
+                                              if isinstance(q, dict)))
+        detail = ", ".join(detail)
+        out.append(("interface", f"{i.get('name', '?')} ({i.get('role', '?')}): {detail}"))
+    out.append(("stages", " ".join(h.get("stages") or ())))
+    if len(df):
+        t1 = df["t1"][df["t1"] > 0]
+        span = (t1.max() - t1.min()) / 1e9 if len(t1) else 0
+        rate = f", {len(df) / span / 1e3:.1f} kpps" if span > 0 else ""
+        out.append(("span", f"{span:.3f} s of t1{rate}"))
+    counts = df["status"].value_counts(sort=False)
+    out.append(("status", ", ".join(f"{k} {v}" for k, v in counts.items() if v)))
+    tos = df["tos"].value_counts().sort_index()
+    out.append(("tos", ", ".join(f"{k}: {v}" for k, v in tos.items())))
+    complete = df["status"] == "complete"
+    for col in [c for c in df.columns if c.startswith("d_") or c == "transit"]:
+        v = df[col][complete].dropna().to_numpy()
+        if len(v):
+            q = [x / 1e3 for x in (v.min(), *np.percentile(v, [50, 99]), v.max())]
+            out.append((col, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)))
+    tr = a["trailer"]
+    if tr:
+        us = tr.get("userspace") or {}
+        keys = ("records_written", "flows", "flow_overflow", "inflight_at_stop")
+        detail = ", ".join(f"{k} {us[k]}" for k in keys if k in us)
+        out.append(("stopped", f"{tr.get('stop_reason', '?')}; {detail}"))
+    counters = (a["counters"] or {}).get("counters") or {}
+    nonzero = ", ".join(f"{k} {v}" for k, v in counters.items() if v)
+    out.append(("counters", nonzero or "none"))
+    out.append(("problems", "; ".join(a["problems"]) or "none"))
+    return out
