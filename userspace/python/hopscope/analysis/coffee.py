@@ -116,7 +116,7 @@ def idle_floor_ns(df, quantile=IDLE_QUANTILE):
     Nothing waits there, yet the stage timestamps alone would call it a break,
     so breaks are counted only above it. Measured here: p99.9 1.6 µs on the
     default testbed at 14000 pps, 6.6-7.2 µs on runs recording t0 as well
-    (FINDINGS.md: 150-250 ns of each stage gap is the probe). None with fewer
+    (docs/measurements.md: 150-250 ns of each stage gap is the probe). None with fewer
     than IDLE_MIN_PACKETS such packets (a router never idle)."""
     c = df.loc[(df["status"] == "complete").to_numpy(), ["t1", "t4", "d_iq"]]
     if len(c) < IDLE_MIN_PACKETS:
