@@ -14,9 +14,36 @@ DEFAULT_LIMIT=1000p	# shaper queue, like txqueuelen and netdev_max_backlog
 FRAME=1514		# a full Ethernet frame at MTU 1500, for the shaper's burst
 PING_WAIT=10		# seconds up waits for end-to-end ping
 
+# The layout, typed here and nowhere else: `layout --json` and `status --json`
+# print it for the Python side (hopscope/traffic/testbed.py) and for scripts.
 # host role, host interface, router interface, subnet number
 LINKS=("sender1 s1-eth0 r-s1 1" "sender2 s2-eth0 r-s2 2" "receiver rx-eth0 r-rx 3")
 ROLES=(sender1 sender2 router receiver)
+SENDERS=(sender1 sender2)
+ROUTER_IN=() ROUTER_OUT='' RX_IF=''	# filled from LINKS below
+for l in "${LINKS[@]}"; do
+	read -r role host_if rt_if _ <<<"$l"
+	if [ "$role" = receiver ]; then ROUTER_OUT=$rt_if RX_IF=$host_if; else ROUTER_IN+=("$rt_if"); fi
+done
+unset l role host_if rt_if
+
+# Addresses on link SUBNET; END is 1 for the router's side, 2 for the host's.
+addr4() { echo "198.18.$1.$2"; }	# RFC 2544 benchmarking range 198.18.0.0/15
+addr6() { echo "2001:2:0:$1::$2"; }	# RFC 5180 benchmarking range 2001:2::/48
+mac() { echo "02:00:c6:12:0$1:0$2"; }
+PLEN4=24 PLEN6=64
+
+link_of() {	# ROLE: prints that host role's LINKS entry
+	local l
+	for l in "${LINKS[@]}"; do
+		[ "${l%% *}" != "$1" ] || { echo "$l"; return; }
+	done
+	return 1
+}
+
+host_addr4() { local l; l=$(link_of "$1") && addr4 "${l##* }" 2; }
+host_addr6() { local l; l=$(link_of "$1") && addr6 "${l##* }" 2; }
+host_if() { local l; l=$(link_of "$1") && read -r _ l _ <<<"$l" && echo "$l"; }
 
 usage() {
 	cat <<EOF
@@ -25,7 +52,13 @@ usage: ${0##*/} COMMAND [options]
 Commands:
   up [options]  build the testbed; if it is already up with the same options, say so
   down          remove it: namespaces (and processes left in them), state file
-  status        show it; exits non-zero unless it is fully up
+  status [--json]
+                show it; exits non-zero unless it is fully up. --json: its
+                layout (names, addresses, CPUs, options, router netns inode)
+                and problems as JSON (testbed/README.md)
+  layout --json [up options]
+                the layout up would make with these options, as JSON, without
+                making anything (the same code as up's)
   cpu ROLE      CPU list to pin ROLE (sender, router, receiver) to, for taskset -c
   sink          packets and bytes the receiver's XDP sink has dropped so far
   help          this text
@@ -197,8 +230,8 @@ mask_value() {
 }
 
 # Which CPU each role runs on: sets CPU_SENDER, CPU_ROUTER, CPU_RECEIVER.
-# With two CPUs the receiver shares the router's (FINDINGS: A router with its
-# own CPU); with more it gets CPU1 to itself.
+# With two CPUs the receiver shares the router's (docs/measurements.md: a
+# router with its own CPU); with more it gets CPU1 to itself.
 plan_cpus() {
 	local n last
 	n=$(getconf _NPROCESSORS_ONLN)	# nproc would count only the CPUs this shell may use
@@ -206,6 +239,7 @@ plan_cpus() {
 	if [ "$MODE" != inline ] && [ "$n" -lt 2 ]; then
 		hs_die "--mode $MODE gives the router its own CPU, but this machine has $n; use --mode inline"
 	fi
+	NCPU=$n
 	CPU_SENDER=0
 	CPU_RECEIVER=$((n >= 3 ? 1 : last))
 	if [ "$MODE" = inline ]; then
@@ -239,38 +273,39 @@ make_namespaces() {
 
 # one veth pair, made inside the namespaces: its names never touch the root's
 make_link() {	# host-role host-if router-if subnet
-	local host rt hmac rmac a4 a6
+	local host rt hmac rmac r4 r6 h4 h6
 	host=$(ns_of "$1") rt=$(ns_of router)
-	hmac=02:00:c6:12:0$4:02 rmac=02:00:c6:12:0$4:01
-	a4=198.18.$4 a6=2001:2:0:$4:
+	hmac=$(mac "$4" 2) rmac=$(mac "$4" 1)
+	r4=$(addr4 "$4" 1) r6=$(addr6 "$4" 1) h4=$(addr4 "$4" 2) h6=$(addr6 "$4" 2)
 	ip -n "$rt" link add "$3" address "$rmac" type veth peer name "$2" address "$hmac" netns "$host"
-	ip -n "$rt" addr add "$a4.1/24" dev "$3"
-	ip -n "$rt" addr add "$a6:1/64" dev "$3" nodad
-	ip -n "$host" addr add "$a4.2/24" dev "$2"
-	ip -n "$host" addr add "$a6:2/64" dev "$2" nodad
+	ip -n "$rt" addr add "$r4/$PLEN4" dev "$3"
+	ip -n "$rt" addr add "$r6/$PLEN6" dev "$3" nodad
+	ip -n "$host" addr add "$h4/$PLEN4" dev "$2"
+	ip -n "$host" addr add "$h6/$PLEN6" dev "$2" nodad
 	# senders segment like a NIC: one skb per packet on the wire, not 64 KB
 	# TSO/GSO blocks that a real router would never see as one
 	[ "$1" = receiver ] || hs_in "$host" ethtool -K "$2" tso off gso off >/dev/null
 	ip -n "$rt" link set "$3" up
 	ip -n "$host" link set "$2" up
-	ip -n "$host" route add default via "$a4.1"
-	ip -n "$host" -6 route add default via "$a6:1"
+	ip -n "$host" route add default via "$r4"
+	ip -n "$host" -6 route add default via "$r6"
 	# static neighbours: no ARP or ND in the traces, nothing to resolve first
-	ip -n "$host" neigh replace "$a4.1" lladdr "$rmac" dev "$2" nud permanent
-	ip -n "$host" neigh replace "$a6:1" lladdr "$rmac" dev "$2" nud permanent
-	ip -n "$rt" neigh replace "$a4.2" lladdr "$hmac" dev "$3" nud permanent
-	ip -n "$rt" neigh replace "$a6:2" lladdr "$hmac" dev "$3" nud permanent
+	ip -n "$host" neigh replace "$r4" lladdr "$rmac" dev "$2" nud permanent
+	ip -n "$host" neigh replace "$r6" lladdr "$rmac" dev "$2" nud permanent
+	ip -n "$rt" neigh replace "$h4" lladdr "$hmac" dev "$3" nud permanent
+	ip -n "$rt" neigh replace "$h6" lladdr "$hmac" dev "$3" nud permanent
 }
 
 # Router output straight into the receiver's veth NAPI rather than the
-# backlog its input uses ("rpsq" in FINDINGS).
+# backlog its input uses ("rpsq" in docs/measurements.md).
 receiver_on_napi() {
-	hs_in "$(ns_of receiver)" ethtool -K rx-eth0 gro on
-	hs_in "$(ns_of router)" ethtool -K r-rx tso off
+	hs_in "$(ns_of receiver)" ethtool -K "$RX_IF" gro on
+	hs_in "$(ns_of router)" ethtool -K "$ROUTER_OUT" tso off
 }
 
 napi_threads() {	# pids of every testbed's router-input NAPI threads
-	pgrep -d ' ' '^napi/r-s[12]-' || true
+	local IFS='|'
+	pgrep -d ' ' "^napi/(${ROUTER_IN[*]})-" || true
 }
 
 set_mode() {
@@ -279,7 +314,7 @@ set_mode() {
 	case $MODE in
 	inline) ;;
 	rps)
-		for ifc in r-s1 r-s2; do
+		for ifc in "${ROUTER_IN[@]}"; do
 			sys_write "$rt" "/sys/class/net/$ifc/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
 		done
 		receiver_on_napi
@@ -290,7 +325,7 @@ set_mode() {
 		# forwarded TCP segments into one skb (measured: 17402 frames in,
 		# 1159 skbs forwarded without it), so the router handles packets
 		before=" $(napi_threads) "
-		for ifc in r-s1 r-s2; do
+		for ifc in "${ROUTER_IN[@]}"; do
 			ip -n "$rt" link set dev "$ifc" gro_max_size 0
 			hs_in "$rt" ethtool -K "$ifc" gro on
 			sys_write "$rt" "/sys/class/net/$ifc/threaded" 1
@@ -298,8 +333,8 @@ set_mode() {
 		for pid in $(napi_threads); do
 			[[ $before == *" $pid "* ]] || new+=("$pid")
 		done
-		[ "${#new[@]}" = 2 ] ||
-			hs_die "threaded NAPI on r-s1/r-s2 made ${#new[@]} kernel threads, expected 2"
+		[ "${#new[@]}" = "${#ROUTER_IN[@]}" ] ||
+			hs_die "threaded NAPI on ${ROUTER_IN[*]} made ${#new[@]} kernel threads, expected ${#ROUTER_IN[@]}"
 		for pid in "${new[@]}"; do
 			taskset -pc "$CPU_ROUTER" "$pid" >/dev/null
 			chrt -f -p 50 "$pid"
@@ -320,20 +355,20 @@ set_shape() {
 	burst=$((bps / 1000 > 2 * FRAME ? bps / 1000 : 2 * FRAME))
 	if [ "$kind" = tbf ]; then
 		# tbf needs a limit of its own; the leaf below replaces its queue
-		tc -n "$rt" qdisc add dev r-rx root handle 1: tbf rate "$rate" burst "$burst" limit "$((burst * 2))"
+		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: tbf rate "$rate" burst "$burst" limit "$((burst * 2))"
 	else
-		tc -n "$rt" qdisc add dev r-rx root handle 1: htb default 1
-		tc -n "$rt" class add dev r-rx parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
+		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: htb default 1
+		tc -n "$rt" class add dev "$ROUTER_OUT" parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
 			burst "$burst" cburst "$burst" quantum "$FRAME"
 	fi
 	# shellcheck disable=SC2046 # "pfifo N" / "bfifo N" are two words on purpose
-	tc -n "$rt" qdisc add dev r-rx parent 1:1 handle 10: $(limit_leaf "$limit" | sed 's/ / limit /')
+	tc -n "$rt" qdisc add dev "$ROUTER_OUT" parent 1:1 handle 10: $(limit_leaf "$limit" | sed 's/ / limit /')
 }
 
 attach_sink() {
 	[ "$SINK" = 1 ] || return 0
-	ip -n "$(ns_of receiver)" link set dev rx-eth0 xdpgeneric obj "$SINK_OBJ" sec xdp ||
-		hs_die "--sink: could not attach $SINK_OBJ on rx-eth0 (rebuild it: make build/sink.bpf.o)"
+	ip -n "$(ns_of receiver)" link set dev "$RX_IF" xdpgeneric obj "$SINK_OBJ" sec xdp ||
+		hs_die "--sink: could not attach $SINK_OBJ on $RX_IF (rebuild it: make build/sink.bpf.o)"
 }
 
 # The receiver's socket buffers: rmem_default (what D-ITG gets) and rmem_max
@@ -433,8 +468,8 @@ wait_end_to_end() {
 	local from addr
 	# operstate follows carrier within a second (linkwatch)
 	hs_wait_for "$PING_WAIT" links_up || hs_die "the veth links did not come up within ${PING_WAIT}s"
-	for from in sender1 sender2; do
-		for addr in 198.18.3.2 2001:2:0:3::2; do
+	for from in "${SENDERS[@]}"; do
+		for addr in "$(host_addr4 receiver)" "$(host_addr6 receiver)"; do
 			hs_wait_for "$PING_WAIT" ping_ok "$from" "$addr" ||
 				hs_die "ping from $from to $addr through the router did not work within ${PING_WAIT}s"
 		done
@@ -459,12 +494,12 @@ write_state() {
 			NS_ROUTER "$rt" \
 			NS_RECEIVER "$(ns_of receiver)" \
 			ROUTER_NETNS_INODE "$(stat -L -c %i "/run/netns/$rt")" \
-			ROUTER_IN "r-s1 r-s2" \
-			ROUTER_OUT r-rx \
-			S1_IF s1-eth0 S2_IF s2-eth0 RX_IF rx-eth0 \
-			S1_ADDR4 198.18.1.2 S1_ADDR6 2001:2:0:1::2 \
-			S2_ADDR4 198.18.2.2 S2_ADDR6 2001:2:0:2::2 \
-			RX_ADDR4 198.18.3.2 RX_ADDR6 2001:2:0:3::2 \
+			ROUTER_IN "${ROUTER_IN[*]}" \
+			ROUTER_OUT "$ROUTER_OUT" \
+			S1_IF "$(host_if sender1)" S2_IF "$(host_if sender2)" RX_IF "$RX_IF" \
+			S1_ADDR4 "$(host_addr4 sender1)" S1_ADDR6 "$(host_addr6 sender1)" \
+			S2_ADDR4 "$(host_addr4 sender2)" S2_ADDR6 "$(host_addr6 sender2)" \
+			RX_ADDR4 "$(host_addr4 receiver)" RX_ADDR6 "$(host_addr6 receiver)" \
 			CPU_SENDER "$CPU_SENDER" \
 			CPU_ROUTER "$CPU_ROUTER" \
 			CPU_RECEIVER "$CPU_RECEIVER" \
@@ -581,7 +616,7 @@ problems() {
 	done
 	[ "$(hs_in "$rt" sysctl -n net.ipv4.ip_forward)" = 1 ] || { echo "IPv4 forwarding off"; n=$((n + 1)); }
 	[ "$(hs_in "$rt" sysctl -n net.ipv6.conf.all.forwarding)" = 1 ] || { echo "IPv6 forwarding off"; n=$((n + 1)); }
-	for ifc in r-s1 r-s2; do
+	for ifc in "${ROUTER_IN[@]}"; do
 		want=0
 		[ "$HS_TB_MODE" != rps ] || want=$(mask_value "$(cpu_mask "$HS_TB_CPU_ROUTER")")
 		got=$(mask_value "$(sys_read "$rt" "/sys/class/net/$ifc/queues/rx-0/rps_cpus")")
@@ -601,14 +636,14 @@ problems() {
 	[ "$HS_TB_SHIELD" != 1 ] || [ -e "$SHIELD_STATE" ] ||
 		{ echo "no shield on CPU $HS_TB_CPU_ROUTER ($SHIELD_STATE is gone)"; n=$((n + 1)); }
 	if [ "$HS_TB_SHAPE" != none ]; then
-		got=$(tc -n "$rt" qdisc show dev r-rx)
+		got=$(tc -n "$rt" qdisc show dev "$ROUTER_OUT")
 		[[ $got == "qdisc ${HS_TB_SHAPE%%:*} 1: root"* ]] ||
-			{ echo "no ${HS_TB_SHAPE%%:*} qdisc on r-rx"; n=$((n + 1)); }
+			{ echo "no ${HS_TB_SHAPE%%:*} qdisc on $ROUTER_OUT"; n=$((n + 1)); }
 	fi
 	if [ "$HS_TB_SINK" = 1 ]; then
-		got=$(ip -n "$HS_TB_NS_RECEIVER" link show dev rx-eth0)
+		got=$(ip -n "$HS_TB_NS_RECEIVER" link show dev "$RX_IF")
 		[[ $got == *"prog/xdp id "*" name xdp_sink "* ]] ||
-			{ echo "sink not attached on rx-eth0"; n=$((n + 1)); }
+			{ echo "sink not attached on $RX_IF"; n=$((n + 1)); }
 	fi
 	for key in "${BUF_SYSCTLS[@]}"; do
 		got=$(hs_in "$HS_TB_NS_RECEIVER" cat "/proc/sys/net/core/$key")
@@ -628,7 +663,7 @@ show_namespace() {
 	ip -n "$ns" -o link show | awk '/prog\/xdp/ {
 		sub(/[@:].*/, "", $2); match($0, /prog\/xdp id [0-9]+ name [^ ]+/)
 		print "  " $2 ": " $6 " " substr($0, RSTART, RLENGTH) }'
-	for ifc in r-s1 r-s2; do
+	for ifc in "${ROUTER_IN[@]}"; do
 		[ "$ns" = "$HS_TB_NS_ROUTER" ] || continue
 		echo "  $ifc: rps_cpus $(sys_read "$ns" "/sys/class/net/$ifc/queues/rx-0/rps_cpus")," \
 			"threaded NAPI $(sys_read "$ns" "/sys/class/net/$ifc/threaded")"
@@ -637,7 +672,11 @@ show_namespace() {
 
 cmd_status() {
 	local role ns found=()
-	[ $# = 0 ] || hs_die "status takes no options"
+	if [ "${1:-}" = --json ] && [ $# = 1 ]; then
+		status_json
+		return
+	fi
+	[ $# = 0 ] || hs_die "status takes no options but --json"
 	if ! hs_state_load; then
 		for role in "${ROLES[@]}"; do
 			! hs_ns_exists "$(ns_of "$role")" || found+=("$(ns_of "$role")")
@@ -669,6 +708,94 @@ cmd_status() {
 	fi
 }
 
+# ---- layout as JSON -------------------------------------------------------------
+
+# Prints the layout as JSON (testbed/README.md, "Layout as JSON"): the names
+# and addresses from LINKS, the options and CPUs from MODE SHAPE SINK SHIELD
+# CPU_* NCPU. Arguments: whether it is up (true/false), the router netns inode
+# and the NAPI thread ids (empty unless up), then the problems, one each.
+layout_json() {
+	local up=$1 inode=$2 napi=$3 l role host_if rt_if n links=()
+	shift 3
+	for l in "${LINKS[@]}"; do
+		read -r role host_if rt_if n <<<"$l"
+		links+=("$role" "$host_if" "$rt_if" "$(addr4 "$n" 2)" "$(addr6 "$n" 2)" "$(mac "$n" 2)"
+			"$(addr4 "$n" 1)" "$(addr6 "$n" 1)" "$(mac "$n" 1)")
+	done
+	local roles senders
+	roles=$(printf '%s\n' "${ROLES[@]}")
+	senders=$(printf '%s\n' "${SENDERS[@]}")
+	jq -n --arg prefix "$HS_PREFIX" --arg options "$OPTIONS" --arg mode "$MODE" \
+		--arg shape "$SHAPE" --argjson sink "$([ "$SINK" = 1 ] && echo true || echo false)" \
+		--argjson shield "$([ "$SHIELD" = 1 ] && echo true || echo false)" \
+		--argjson up "$up" --arg inode "$inode" --arg napi "$napi" \
+		--arg roles "$roles" --arg senders "$senders" --arg state "$(hs_state_file)" \
+		--argjson cpu_sender "$CPU_SENDER" --argjson cpu_router "$CPU_ROUTER" \
+		--argjson cpu_receiver "$CPU_RECEIVER" --argjson ncpu "$NCPU" \
+		--argjson plen4 "$PLEN4" --argjson plen6 "$PLEN6" \
+		--argjson nlinks "${#LINKS[@]}" --argjson nproblems $# \
+		--args '
+		def lines: split("\n") | map(select(. != ""));
+		def iface(name; peer; peer_role; a4; a6; mac):
+			{name: name, peer: peer, peer_role: peer_role, ipv4: a4, prefix4: $plen4,
+			 ipv6: a6, prefix6: $plen6, mac: mac};
+		($ARGS.positional[0:$nlinks * 9]) as $l
+		| [range(0; $nlinks) | $l[. * 9:. * 9 + 9]] as $links
+		| {format: "hopscope-testbed/1", prefix: $prefix, up: $up,
+		   options: $options, mode: $mode, shape: $shape, sink: $sink, shield: $shield,
+		   namespaces: ($roles | lines | map({key: ., value: ($prefix + .)}) | from_entries),
+		   senders: ($senders | lines),
+		   interfaces: (
+			($links | map({key: .[0], value: [iface(.[1]; .[2]; "router"; .[3]; .[4]; .[5])]})
+			 | from_entries)
+			+ {router: ($links | map(iface(.[2]; .[1]; .[0]; .[6]; .[7]; .[8])))}),
+		   router: {in: ($links | map(select(.[0] != "receiver") | .[2])),
+			    out: ($links | map(select(.[0] == "receiver") | .[2]) | .[0])},
+		   cpus: {sender: $cpu_sender, router: $cpu_router, receiver: $cpu_receiver},
+		   ncpu: $ncpu,
+		   router_netns_inode: (if $inode == "" then null else ($inode | tonumber) end),
+		   napi_pids: ($napi | split(" ") | map(select(. != "") | tonumber)),
+		   state_file: $state}
+		| if $up then . + {healthy: ($nproblems == 0),
+				   problems: $ARGS.positional[$nlinks * 9:]} else . end' \
+		"${links[@]}" "$@"
+}
+
+# `layout --json [up options]`: what up with these options would make, from
+# the same code, without making anything.
+cmd_layout() {
+	local args=()
+	while [ $# -gt 0 ]; do
+		[ "$1" = --json ] || args+=("$1")
+		shift
+	done
+	parse_up_options ${args[@]+"${args[@]}"}
+	plan_cpus
+	layout_json false "" ""
+}
+
+# `status --json`: the layout of the testbed up now, with its problems.
+status_json() {
+	local role found=() out=() line
+	if ! hs_state_load; then
+		for role in "${ROLES[@]}"; do
+			! hs_ns_exists "$(ns_of "$role")" || found+=("$(ns_of "$role")")
+		done
+		jq -n --arg prefix "$HS_PREFIX" --arg found "${found[*]}" \
+			'{format: "hopscope-testbed/1", prefix: $prefix, up: false,
+			  left_over: ($found | split(" ") | map(select(. != "")))}'
+		return 1
+	fi
+	OPTIONS=$HS_TB_OPTIONS MODE=$HS_TB_MODE SHAPE=$HS_TB_SHAPE SINK=$HS_TB_SINK
+	SHIELD=$HS_TB_SHIELD CPU_SENDER=$HS_TB_CPU_SENDER CPU_ROUTER=$HS_TB_CPU_ROUTER
+	CPU_RECEIVER=$HS_TB_CPU_RECEIVER NCPU=$(getconf _NPROCESSORS_ONLN)
+	while IFS= read -r line; do
+		[ -z "$line" ] || out+=("$line")
+	done < <(problems || true)
+	layout_json true "$HS_TB_ROUTER_NETNS_INODE" "$HS_TB_NAPI_PIDS" ${out[@]+"${out[@]}"}
+	[ "${#out[@]}" = 0 ]
+}
+
 # ---- cpu, sink ----------------------------------------------------------------
 
 cmd_cpu() {
@@ -687,8 +814,8 @@ cmd_sink() {
 	[ $# = 0 ] || hs_die "sink takes no options"
 	hs_state_load || hs_die "the testbed is not up: run ${0##*/} up --sink"
 	[ "$HS_TB_SINK" = 1 ] || hs_die "the testbed is up without --sink"
-	prog=$(ip -n "$HS_TB_NS_RECEIVER" -j -d link show dev rx-eth0 | jq -r '.[0].xdp.prog.id // empty')
-	[ -n "$prog" ] || hs_die "no XDP program on rx-eth0 in $HS_TB_NS_RECEIVER"
+	prog=$(ip -n "$HS_TB_NS_RECEIVER" -j -d link show dev "$RX_IF" | jq -r '.[0].xdp.prog.id // empty')
+	[ -n "$prog" ] || hs_die "no XDP program on $RX_IF in $HS_TB_NS_RECEIVER"
 	map=$(bpftool -j prog show id "$prog" | jq -r '.map_ids[0] // empty')
 	[ -n "$map" ] || hs_die "the sink program $prog has no map"
 	bpftool -j map dump id "$map" |
@@ -710,7 +837,7 @@ main() {
 		hs_cleanup_on_exit
 		"cmd_$cmd" "$@"
 		;;
-	status | cpu | sink) "cmd_$cmd" "$@" ;;
+	status | cpu | sink | layout) "cmd_$cmd" "$@" ;;
 	help | -h | --help) usage ;;
 	'') usage >&2; exit 1 ;;
 	*) hs_die "unknown command '$cmd' (see ${0##*/} help)" ;;

@@ -164,6 +164,38 @@ class TestRps:
         inode = os.stat(f"/run/netns/{PREFIX}router").st_ino
         assert rps_bed["HS_TB_ROUTER_NETNS_INODE"] == str(inode)
 
+    def test_status_json_agrees_with_the_namespaces(self, rps_bed):
+        doc = json.loads(tb("status", "--json"))
+        assert doc["up"] and doc["healthy"] and doc["problems"] == []
+        assert doc["format"] == "hopscope-testbed/1" and doc["prefix"] == PREFIX
+        assert (doc["mode"], doc["shape"], doc["sink"], doc["shield"]) == ("rps", "none", True, True)
+        assert doc["options"] == rps_bed["HS_TB_OPTIONS"]
+        assert doc["namespaces"] == {role: PREFIX + role for role in ROLES}
+        assert doc["router_netns_inode"] == os.stat(f"/run/netns/{PREFIX}router").st_ino
+        assert doc["cpus"] == {role: int(rps_bed[f"HS_TB_CPU_{role.upper()}"])
+                               for role in ("sender", "router", "receiver")}
+        assert doc["router"] == {"in": rps_bed["HS_TB_ROUTER_IN"].split(),
+                                 "out": rps_bed["HS_TB_ROUTER_OUT"]}
+        assert doc["senders"] == ["sender1", "sender2"]
+        for role in ROLES:      # every interface, as `ip addr` shows it in its namespace
+            links = json.loads(run(["ip", "-j", "-n", PREFIX + role, "addr", "show"]).stdout)
+            shown = {link["ifname"]: (link["address"], sorted(
+                (a["family"], a["local"], a["prefixlen"]) for a in link["addr_info"]
+                if a["scope"] == "global")) for link in links if link["ifname"] != "lo"}
+            want = {i["name"]: (i["mac"], sorted([("inet", i["ipv4"], i["prefix4"]),
+                                                  ("inet6", i["ipv6"], i["prefix6"])]))
+                    for i in doc["interfaces"][role]}
+            assert shown == want, role
+        for i in doc["interfaces"]["router"]:   # each router side faces its peer
+            peer, = doc["interfaces"][i["peer_role"]]
+            assert (peer["name"], peer["peer"]) == (i["peer"], i["name"])
+        # what layout --json plans for the same options is what up made
+        planned = json.loads(tb("layout", "--json", "--mode", "rps", "--sink"))
+        live = {k: v for k, v in doc.items()
+                if k not in ("up", "healthy", "problems", "router_netns_inode", "napi_pids")}
+        assert {k: v for k, v in planned.items()
+                if k not in ("up", "router_netns_inode", "napi_pids")} == live
+
     @pytest.mark.parametrize("sender", ["sender1", "sender2"])
     @pytest.mark.parametrize("addr", ["198.18.3.2", "2001:2:0:3::2"])
     def test_ping_through_the_router(self, rps_bed, sender, addr):
@@ -266,6 +298,26 @@ def test_down_removes_everything_and_is_idempotent():
         assert r.returncode != 0 and "not up" in r.stdout
     finally:
         run([str(TESTBED), "down"])
+
+
+def test_layout_json_plans_without_making_anything():
+    """layout --json: the same names, addresses and CPU plan as up, nothing made."""
+    n = os.cpu_count()
+    for mode, cpus in (("rps", (0, n - 1, 1 if n >= 3 else n - 1)),
+                       ("inline", (0, 0, n - 1)),
+                       ("napi", (0, n - 1, 1 if n >= 3 else n - 1))):
+        doc = json.loads(tb("layout", "--json", "--mode", mode, "--shape", "tbf:10mbit"))
+        assert doc["up"] is False and doc["mode"] == mode and doc["shape"] == "tbf:10mbit:1000p"
+        assert doc["cpus"] == dict(zip(("sender", "router", "receiver"), cpus)), mode
+        assert doc["namespaces"]["router"] == PREFIX + "router"
+        assert doc["interfaces"]["receiver"][0]["ipv4"] == "198.18.3.2"
+        assert doc["router"] == {"in": ["r-s1", "r-s2"], "out": "r-rx"}
+        assert doc["router_netns_inode"] is None
+    assert our_namespaces() == set()
+    r = run([str(TESTBED), "layout", "--json", "--shape", "tbf:fast"])
+    assert r.returncode != 0 and "rate 'fast' is not a tc rate" in r.stderr and not r.stdout
+    r = run([str(TESTBED), "status", "--json"])
+    assert r.returncode != 0 and json.loads(r.stdout)["up"] is False
 
 
 @pytest.mark.parametrize("args, message", [
