@@ -4,7 +4,6 @@ before the senders start and after they stop; the runner keeps the deltas."""
 import json
 import subprocess
 
-ROLES = ("sender1", "sender2", "router", "receiver")
 FIELDS = ("packets", "bytes", "dropped", "errors")
 
 
@@ -29,13 +28,16 @@ def _udp(ns):
 
 
 class Counters:
-    def __init__(self, prefix, sink, testbed):
-        self.prefix, self.sink, self.testbed = prefix, sink, testbed
+    """lay: the testbed's layout (testbed.py); testbed(*args) runs testbed.sh."""
+
+    def __init__(self, lay, testbed):
+        self.lay, self.sink, self.testbed = lay, lay["sink"], testbed
         self.snaps = []
 
     def snapshot(self):
-        snap = {role: _links(self.prefix + role) for role in ROLES}
-        snap["receiver_udp"] = _udp(self.prefix + "receiver")
+        ns = self.lay["namespaces"]
+        snap = {role: _links(name) for role, name in ns.items()}
+        snap["receiver_udp"] = _udp(ns["receiver"])
         if self.sink:
             words = self.testbed("sink").split()  # "packets N bytes M"
             snap["sink"] = {"packets": int(words[1]), "bytes": int(words[3])}
@@ -53,7 +55,7 @@ class Counters:
         return {k: _delta(a[k], b[k]) for k in a}
 
     def forwarded(self):
-        return self.deltas()["router"]["r-rx"]["tx_packets"]
+        return self.deltas()["router"][self.lay["router"]["out"]]["tx_packets"]
 
 
 def _delta(a, b):

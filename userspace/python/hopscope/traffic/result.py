@@ -10,7 +10,7 @@ class RunError(Exception):
 class RunResult:
     sent: dict                  # sender -> packets its generator sent
     received: dict              # sender -> packets its receiver got
-    forwarded: int              # r-rx tx_packets delta (control packets included)
+    forwarded: int              # router output tx_packets delta (control packets included)
     complete: int | None        # complete records; None without a recording
     paths: dict = field(default_factory=dict)
     seconds: float = 0.0

@@ -20,13 +20,9 @@ from .collect import collect
 from .counters import Counters
 from .generators import ditg, iperf
 from .result import RunError
+from .testbed import ROOT, TESTBED, TestbedError, address, interface, layout
 
-
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
-    __file__)))))
 HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
-TESTBED = os.path.join(ROOT, "testbed", "testbed.sh")
-ADDRESSES = {"sender1": "198.18.1.2", "sender2": "198.18.2.2", "receiver": "198.18.3.2"}
 FORMAT = "hopscope-run/1"
 READY_S = 10        # receivers and recorder must be ready within this
 SETTLE_S = 0.5      # after the senders: packets still in flight arrive
@@ -51,7 +47,11 @@ def run_condition(cond, outdir, prefix="hs-", record=True, finish=None):
         raise RunError(f"{', '.join(missing)} not found: run scripts/install-deps.sh")
     if record and not os.access(HOPSCOPE, os.X_OK):
         raise RunError(f"{HOPSCOPE} not found: run make")
-    run = _Run(cond, os.path.abspath(outdir), prefix, record, finish)
+    try:
+        lay = layout(prefix, **cond.testbed)
+    except TestbedError as e:
+        raise RunError(f"testbed: {e}")
+    run = _Run(cond, os.path.abspath(outdir), prefix, record, finish, lay)
     try:
         return run.go()
     except BaseException as e:
@@ -65,12 +65,15 @@ def run_condition(cond, outdir, prefix="hs-", record=True, finish=None):
 
 
 class _Run:
-    def __init__(self, cond, outdir, prefix, record, finish):
+    def __init__(self, cond, outdir, prefix, record, finish, lay):
         self.cond, self.out, self.prefix, self.record = cond, outdir, prefix, record
         self.finish = finish
+        self.lay = lay  # planned; the live one (testbed.sh status --json) once up
         self.procs = []  # (name, Popen), stopped at cleanup
         self.meta = {"format": FORMAT, "condition": cond.to_dict(), "scenario": cond.scenario,
-                     "prefix": prefix, "record": record, "addresses": ADDRESSES,
+                     "prefix": prefix, "record": record,
+                     "addresses": {role: address(lay, role)
+                                   for role in (*lay["senders"], "receiver")},
                      "senders": {}, "warnings": []}
         self.up = False
         self.rxcount = None
@@ -88,7 +91,7 @@ class _Run:
         return r.stdout.strip()
 
     def ns(self, role):
-        return self.prefix + role
+        return self.lay["namespaces"][role]
 
     def spawn(self, name, role, cpu, argv, stdout, env=None, stdin=subprocess.DEVNULL):
         cmd = ["ip", "netns", "exec", self.ns(role), "taskset", "-c", str(cpu), *argv]
@@ -110,9 +113,13 @@ class _Run:
         self.testbed("up", "--mode", tb["mode"], "--shape", tb["shape"],
                      *(["--sink"] if tb["sink"] else []),
                      *([] if tb["shield"] else ["--no-shield"]))
-        cpus = {r: int(self.testbed("cpu", r)) for r in ("sender", "router", "receiver")}
-        self.meta["cpus"] = cpus
-        counters = Counters(self.prefix, tb["sink"], self.testbed)
+        try:
+            self.lay = layout(self.prefix, live=True)
+        except TestbedError as e:
+            raise RunError(f"testbed.sh up: {e}")
+        self.meta["testbed"] = self.lay
+        cpus = self.meta["cpus"] = dict(self.lay["cpus"])
+        counters = Counters(self.lay, self.testbed)
         counters.before()
         self.start_receivers(cpus["receiver"])
         if self.record:
@@ -154,19 +161,22 @@ class _Run:
                    if s.generator == "iperf3" and s.protocol == "udp" and not self.cond.testbed["sink"]]
         if counted:
             # iperf3's server misses its last datagrams: count them in the kernel (rxcount.py)
-            specs = [f"{s.name}={ADDRESSES[s.namespace]}:{s.port}:{28 + s.size['value']}"
+            specs = [f"{s.name}={self.meta['addresses'][s.namespace]}:{s.port}:{28 + s.size['value']}"
                      for s in counted]
-            env = {"PYTHONPATH": os.path.dirname(os.path.dirname(os.path.abspath(__file__)))}
+            env = {"PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(
+                os.path.abspath(__file__))))}
             self.rxcount = self.spawn("rxcount", "receiver", cpu,
-                                      [sys.executable, "-m", "hopscope.traffic.rxcount", "rx-eth0", *specs],
+                                      [sys.executable, "-m", "hopscope.traffic.rxcount",
+                                       interface(self.lay, "receiver"), *specs],
                                       "rxcount.json", env=env, stdin=subprocess.PIPE)
             self.wait(lambda: "ready" in read_text(self.path("rxcount.json")),
                       "the receive counter", self.rxcount)
 
     def start_recorder(self, cpu):
         t = self.cond.tracer
-        argv = [HOPSCOPE, "record", "--netns", self.ns("router"), "--in", "r-s1,r-s2",
-                "--out", "r-rx", "-o", self.path("run.hsr"),
+        argv = [HOPSCOPE, "record", "--netns", self.ns("router"),
+                "--in", ",".join(self.lay["router"]["in"]), "--out", self.lay["router"]["out"],
+                "-o", self.path("run.hsr"),
                 "--backend", t["backend"], "--xdp-mode", t["xdp_mode"],
                 "--ring", str(t["ring_mib"]), "--slots", str(t["slots"])]
         argv += ["--stages", ",".join(t["stages"])] if t["stages"] else []
@@ -205,7 +215,7 @@ class _Run:
     # ---- senders
 
     def run_senders(self, cpus):
-        rx = ADDRESSES["receiver"]
+        rx = self.meta["addresses"]["receiver"]
         t0 = time.monotonic()
         running = []
         for s in sorted(self.cond.senders, key=lambda s: s.start):
@@ -225,7 +235,8 @@ class _Run:
                 argv = iperf.client_command(s, rx)
                 p = self.spawn(s.name, s.namespace, cpu, argv, files["client"])
             self.meta["senders"][s.name] = {"generator": s.generator, "namespace": s.namespace,
-                                            "address": ADDRESSES[s.namespace], "cpu": cpu,
+                                            "address": self.meta["addresses"][s.namespace],
+                                            "cpu": cpu,
                                             "command": argv, "files": files}
             running.append((s, p, t0 + s.start + s.seconds() * 1.5 + GRACE_S))
         for s, p, deadline in running:

@@ -4,9 +4,9 @@ import math
 import os
 
 from ..generators.ditg import SIGNAL_PORT
-from .check import (CPU_ROLES, GENERATORS, MAX_PPS, MAX_SIZE, MIN_SIZE, NAMESPACES,
-                             POLL_PPS, PROGRAM, SIZE_DISTS, STAGES, Reader, cpu_number,
-                             mean_size, shape_problem)
+from ..testbed import TestbedError, layout
+from .check import (CPU_ROLES, GENERATORS, MAX_PPS, MAX_SIZE, MIN_SIZE, POLL_PPS, PROGRAM,
+                    SIZE_DISTS, STAGES, Reader, mean_size)
 
 
 def build(flat, name, scenario, senders, lossless, problems):
@@ -18,9 +18,7 @@ def build(flat, name, scenario, senders, lossless, problems):
                "shape": r.string(("testbed", "shape"), "none"),
                "sink": r.boolean(("testbed", "sink"), False),
                "shield": r.boolean(("testbed", "shield"), True)}
-    msg = shape_problem(testbed["shape"])
-    if msg:
-        r.bad(("testbed", "shape"), msg)
+    lay = _layout(r, testbed)
     tracer = {"stages": _stages(r),
               "backend": r.choice(("tracer", "backend"), "auto", ("auto", "ebpf", "kmod")),
               "xdp_mode": r.choice(("tracer", "xdp_mode"), "auto", ("auto", "native", "generic")),
@@ -34,12 +32,12 @@ def build(flat, name, scenario, senders, lossless, problems):
         if ("senders", sname) not in flat and not any(
                 k[:2] == ("senders", sname) for k in flat):
             continue  # defined by another condition only
-        s = _sender(r, sname, index, duration, lossless, name)
+        s = _sender(r, sname, index, duration, lossless, name, lay)
         if s and s.pop("active"):
             active.append(s)
     if not active and len(problems) == before:
         r.bad(("senders",), "no active sender: give at least one [senders.NAME] table")
-    _together(r, testbed, active)
+    _together(r, testbed, active, lay)
     if len(problems) > before:
         return None
     return {"name": name, "scenario": scenario,
@@ -57,16 +55,34 @@ def _stages(r):
     return tuple(v)
 
 
-def _sender(r, name, index, top_duration, lossless, cond_name):
+def _layout(r, testbed):
+    """The testbed this condition's [testbed] asks for, as testbed.sh plans it
+    (its mode and shape checked by testbed.sh itself); None if it cannot be."""
+    try:
+        lay = layout(mode=testbed["mode"])
+    except TestbedError as e:
+        r.bad(("testbed", "mode"), str(e))
+        return None
+    if testbed["shape"] != "none":
+        try:
+            layout(mode=testbed["mode"], shape=testbed["shape"])
+        except TestbedError as e:
+            r.bad(("testbed", "shape"), str(e))
+    return lay
+
+
+def _sender(r, name, index, top_duration, lossless, cond_name, lay):
     def p(key):
         return ("senders", name, key)
 
     active = r.boolean(p("active"), True)
     ns = r.get(p("namespace"), name)
-    if ns not in NAMESPACES:
+    namespaces = lay["senders"] if lay else layout(mode="inline")["senders"]
+    if ns not in namespaces:
         r.bad(p("namespace"), (f"{ns!r} is not a namespace of the testbed" if r.has(p("namespace"))
                                else f"sender {name!r} names no namespace of the testbed")
-              + f" (it has {', '.join(NAMESPACES)}): add namespace = \"sender1\" or rename it")
+              + f" (it has {', '.join(namespaces)}): add namespace = "
+                f"\"{namespaces[0]}\" or rename it")
     gen = r.choice(p("generator"), "ditg", GENERATORS)
     proto = r.choice(p("protocol"), "udp", ("udp", "tcp"))
     size = _size(r, p("size"), gen, proto)
@@ -94,7 +110,7 @@ def _sender(r, name, index, top_duration, lossless, cond_name):
     where = p("gaps") if implied else p("rate")
     if rate > MAX_PPS[gen]:
         r.bad(where, f"impossible rate: {rate:g} pps is more than {PROGRAM[gen]} sends (about "
-                     f"{MAX_PPS[gen]} pps on this testbed, FINDINGS.md)"
+                     f"{MAX_PPS[gen]} pps on this testbed, docs/measurements.md)"
                      + ("; use generator = \"iperf3\" for constant traffic" if gen == "ditg" else ""))
     elif count is None and rate * duration < 1:
         r.bad(where, f"impossible rate: {rate:g} pps for {duration:g} s sends no packet")
@@ -194,7 +210,7 @@ def _cpu(r, path):
     return "sender"
 
 
-def _together(r, testbed, senders):
+def _together(r, testbed, senders, lay):
     """What no single key says: ports, the sink, two pollers on one CPU."""
     ports = {}
     for s in senders:
@@ -214,12 +230,11 @@ def _together(r, testbed, senders):
             r.bad(("testbed", "sink"), "the sink drops UDP data before any receiver sees it and "
                                        "counts packets, not senders: it needs exactly one UDP "
                                        "sender and iperf3 senders only")
-    ncpu = os.cpu_count()
     pollers = {}
     for s in senders:
-        if s["generator"] != "ditg" or s["rate"] is None or s["rate"] <= POLL_PPS:
+        if lay is None or s["generator"] != "ditg" or s["rate"] is None or s["rate"] <= POLL_PPS:
             continue
-        cpu = cpu_number(s["cpu"], testbed["mode"], ncpu)
+        cpu = s["cpu"] if isinstance(s["cpu"], int) else lay["cpus"][s["cpu"]]
         other = pollers.setdefault(cpu, s["name"])
         if other != s["name"]:
             r.bad(("senders", s["name"], "cpu"),

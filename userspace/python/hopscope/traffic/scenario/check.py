@@ -17,10 +17,10 @@ SENDER = {"namespace", "generator", "protocol", "tos", "size", "rate", "gaps", "
           "duration", "start", "port", "cpu", "send_buffer", "seed", "active"}
 VARIED_TOP = {"duration", "repetitions"}
 
-NAMESPACES = ("sender1", "sender2")  # the testbed's senders (testbed/testbed.sh)
 GENERATORS = ("ditg", "iperf3")
 PROGRAM = {"ditg": "ITGSend", "iperf3": "iperf3"}
-# what one sender process reaches on this testbed (FINDINGS.md, "Traffic generators")
+# what one sender process reaches on this testbed (docs/measurements.md,
+# "Traffic generators")
 MAX_PPS = {"ditg": 130_000, "iperf3": 380_000}
 # D-ITG's payload starts with its 20-byte header; iperf3's UDP header needs 16
 MIN_SIZE = {"ditg": 20, "iperf3": 16}
@@ -33,9 +33,6 @@ CPU_ROLES = ("sender", "router", "receiver")
 NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 CASE_RE = re.compile(r"[A-Za-z0-9_=-][A-Za-z0-9._=-]*")
 LOSSLESS_RE = re.compile(r"lossless(?:\[([^\]]+)\])?(?:\*([0-9]*\.?[0-9]+))?")
-TC_RATE = re.compile(r"[0-9]+(k|m|g|t|ki|mi|gi|ti)?(bit|bps)")
-TC_LIMIT = re.compile(r"([0-9]+)(p|b|kb|mb)?")
-FRAME = 1514  # testbed.sh: a byte limit must hold one full frame
 
 
 def flatten(doc, origin, allowed, out, senders, problems):
@@ -263,25 +260,6 @@ class Reader:
         return v
 
 
-def shape_problem(shape):
-    """None if shape is what testbed.sh --shape takes, else what is wrong."""
-    if shape == "none":
-        return None
-    parts = shape.split(":")
-    if parts[0] not in ("tbf", "htb") or len(parts) not in (2, 3):
-        return f"{shape!r}: expected \"none\", \"tbf:RATE[:LIMIT]\" or \"htb:RATE[:LIMIT]\""
-    if not TC_RATE.fullmatch(parts[1]) or not re.match(r"0*[1-9]", parts[1]):
-        return f"{shape!r}: rate {parts[1]!r} is not a tc rate above 0 such as 100mbit or 10mbps"
-    if len(parts) == 3:
-        m = TC_LIMIT.fullmatch(parts[2])
-        n = int(m.group(1)) * {"p": 1, "b": 1, None: 1, "kb": 1024, "mb": 1 << 20}[m.group(2)] \
-            if m else 0
-        if not m or (m.group(2) == "p" and n < 1) or (m.group(2) != "p" and n < FRAME):
-            return (f"{shape!r}: limit {parts[2]!r} must be packets (100p) or bytes of at least"
-                    f" one frame, {FRAME} (64kb, 30000b)")
-    return None
-
-
 def mean_size(size):
     d = size["dist"]
     if d == "constant":
@@ -292,15 +270,3 @@ def mean_size(size):
         a = size["shape"]
         return a * size["scale"] / (a - 1) if a > 1 else math.inf
     return (size["min"] + size["max"]) / 2
-
-
-def cpu_number(cpu, mode, ncpu):
-    """The CPU a role is pinned to, as testbed.sh's plan_cpus places it."""
-    if isinstance(cpu, int):
-        return cpu
-    if cpu == "sender":
-        return 0
-    if cpu == "router":
-        return 0 if mode == "inline" else ncpu - 1
-    return 1 if ncpu >= 3 else ncpu - 1
-

@@ -1,0 +1,70 @@
+"""The testbed's layout, as testbed/testbed.sh gives it: the one place its
+namespaces, interfaces, addresses and CPU plan are typed is that script, and
+everything under hopscope.traffic reads them from here.
+
+    lay = layout(mode="inline")          # planned: `testbed.sh layout --json`
+    lay["cpus"]["router"], lay["senders"], lay["interfaces"]["receiver"][0]["ipv4"]
+    live = layout("hs-", live=True)      # the testbed up now: `testbed.sh status --json`
+
+The JSON's keys are in testbed/README.md ("Layout as JSON").
+"""
+import functools
+import json
+import os
+import subprocess
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))))
+TESTBED = os.path.join(ROOT, "testbed", "testbed.sh")
+
+
+class TestbedError(Exception):
+    """testbed.sh refused (bad options, not up, not healthy); the message says why."""
+
+
+def layout(prefix="", *, live=False, mode="rps", shape="none", sink=False, shield=True):
+    """The testbed's layout as a dict (a fresh copy; change it freely).
+
+    live=False: what `testbed.sh up` with these options would make (nothing is
+    made; cached per prefix and options). live=True: the testbed up now under
+    prefix, with its router netns inode and problems (read anew each call; the
+    options are ignored); TestbedError unless it is up and healthy."""
+    if live:
+        doc = _json(prefix, "status", "--json")
+        if not doc.get("up"):
+            raise TestbedError(f"the testbed {prefix!r} is not up")
+        if not doc.get("healthy"):
+            raise TestbedError(f"the testbed {prefix!r} is up but not healthy: "
+                               + "; ".join(doc.get("problems") or ()))
+        return doc
+    return json.loads(_planned(prefix, mode, shape, bool(sink), bool(shield)))
+
+
+@functools.lru_cache(maxsize=None)
+def _planned(prefix, mode, shape, sink, shield):
+    args = ["layout", "--json", "--mode", mode, "--shape", shape]
+    args += ["--sink"] if sink else []
+    args += [] if shield else ["--no-shield"]
+    return json.dumps(_json(prefix, *args, check=True))
+
+
+def _json(prefix, *args, check=False):
+    if not os.access(TESTBED, os.X_OK):
+        raise TestbedError(f"{TESTBED} not found: hopscope's traffic runs need its source tree")
+    r = subprocess.run([TESTBED, *args], env=dict(os.environ, HS_PREFIX=prefix),
+                       capture_output=True, text=True)
+    if r.returncode != 0 and (check or not r.stdout.strip()):
+        # testbed.sh's own message, without its "testbed.sh: " lead
+        msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+        raise TestbedError(msg.split(": ", 1)[1] if msg.startswith("testbed.sh: ") else msg)
+    return json.loads(r.stdout)
+
+
+def address(lay, role, family=4):
+    """The address of role's (first) interface: ipv4 or ipv6."""
+    return lay["interfaces"][role][0][f"ipv{family}"]
+
+
+def interface(lay, role):
+    """The name of role's (first) interface."""
+    return lay["interfaces"][role][0]["name"]
