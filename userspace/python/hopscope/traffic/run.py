@@ -9,6 +9,7 @@ tables, scenario.toml and metadata.json (traffic/README.md).
 import ctypes
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -181,15 +182,32 @@ class _Run:
                 "--ring", str(t["ring_mib"]), "--slots", str(t["slots"])]
         argv += ["--stages", ",".join(t["stages"])] if t["stages"] else []
         argv += [] if t["drops"] else ["--no-drops"]
+        # attached: the recorder writes "ready" on this pipe (--ready-fd), then
+        # closes it; end of file without it means it failed before
+        ready_r, ready_w = os.pipe()
+        argv += ["--ready-fd", str(ready_w)]
         self.meta["recorder"] = {"command": argv}
-        with open(self.path("recorder.stderr"), "wb") as err:
-            p = subprocess.Popen(["taskset", "-c", str(cpu), *argv], stdout=subprocess.DEVNULL,
-                                 stderr=err, stdin=subprocess.DEVNULL,
-                                 preexec_fn=_end_with_parent(os.getpid()))
-        self.procs.append(("recorder", p))
-        self.recorder = p
-        self.wait(lambda: "recording" in read_text(self.path("recorder.stderr")),
-                  "the recorder to attach", p)
+        try:
+            with open(self.path("recorder.stderr"), "wb") as err:
+                p = subprocess.Popen(["taskset", "-c", str(cpu), *argv], stdout=subprocess.DEVNULL,
+                                     stderr=err, stdin=subprocess.DEVNULL, pass_fds=(ready_w,),
+                                     preexec_fn=_end_with_parent(os.getpid()))
+            self.procs.append(("recorder", p))
+            self.recorder = p
+            os.close(ready_w)
+            ready_w = None
+            line = _read_line(ready_r, READY_S)
+        finally:
+            os.close(ready_r)
+            if ready_w is not None:
+                os.close(ready_w)
+        if line != b"ready\n":
+            if line is None:
+                raise RunError(f"waited {READY_S} s for the recorder to attach")
+            p.poll()
+            raise RunError("the recorder did not attach"
+                           + (f" (exit {p.returncode})" if p.returncode is not None else "")
+                           + f": {read_text(self.path('recorder.stderr'))[-500:]}")
 
     def stop_recorder(self):
         p = self.recorder
@@ -301,6 +319,21 @@ def _end_with_parent(parent):
         if os.getppid() != parent:     # the parent ended before prctl took effect
             os.kill(os.getpid(), signal.SIGTERM)
     return preexec
+
+
+def _read_line(fd, timeout):
+    """What fd gives up to its first newline or end of file (b"" at once at end
+    of file); None if that takes longer than timeout seconds."""
+    got, end = b"", time.monotonic() + timeout
+    while not got.endswith(b"\n"):
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 64)
+        if not chunk:
+            break
+        got += chunk
+    return got
 
 
 def _listening(ns_exec, port):
