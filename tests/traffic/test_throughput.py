@@ -7,6 +7,7 @@ import os
 import pytest
 
 from hopscope.traffic.scenario.load import load_scenario
+from hopscope.traffic.throughput import Trial, search as binary_search
 from hopscope.traffic.throughput_file import read_results
 from test_campaign_env import PREFIX, hopscope, our_namespaces, stop_group, take_testbed_down
 
@@ -74,9 +75,23 @@ def test_lossless_rate_is_just_below_the_shapers(search):
     for t in trials:  # what got through a lossy trial is the shaper's rate plus its queue
         if not t["lossless"]:
             assert abs(t["received"] - SHAPER_PPS * TRIAL_S) <= LIMIT + BURST_FRAMES + 5, t
+    # loss is believed only when a lossy trial's repeat loses too; the shaper
+    # drops above its rate every time, so every lossy verdict has two lossy runs
+    # and nothing above the shaper (plus what its queue holds) passed as lossless
+    assert doc["method"]["lossy_trials_repeated"] is True
+    for t in trials:
+        if t.get("repeated"):
+            first, second = t["attempts"]
+            assert not first["lossless"] and first["rate_pps"] == second["rate_pps"] == t["rate_pps"]
+            assert second["lossless"] == t["lossless"] and second["folder"] == t["folder"]
+        if not t["lossless"]:
+            assert t.get("repeated") and not any(a["lossless"] for a in t["attempts"]), t
+        if t["rate_pps"] > SHAPER_PPS + slack:
+            assert not t["lossless"], t
     assert read_results(out / "throughput.json") == {name: result["lossless_pps"]}
     assert f"lossless throughput {result['lossless_pps']:g} pps" in err
-    assert len(os.listdir(out / "trials" / name)) == len(trials)
+    runs = [a["folder"] for t in trials for a in t.get("attempts", [t])]
+    assert sorted(os.listdir(out / "trials" / name)) == sorted(runs)  # one folder per run
 
     # a scenario reuses it: rate = "lossless*F" is F x the rate found
     reuse = out.parent / "reuse.toml"
@@ -95,3 +110,55 @@ def test_bad_options_are_refused(tmp_path):
         p = hopscope("throughput", tmp_path / "x.toml", "-o", tmp_path / "o", *args)
         _, err = p.communicate(timeout=60)
         assert p.returncode == 2 and msg in err, (args, err)
+
+
+# ---- the search itself, on a simulated router (no testbed) ----
+
+def simulated(drops_above, flukes=()):
+    """run_trial for search(): a router that loses packets at every rate above
+    drops_above, and a busy machine that loses one packet in the runs whose
+    index is in flukes. Records every run."""
+    runs = []
+
+    def run_trial(cond, rate, index):
+        sent = round(rate * TRIAL_S)
+        lost = max(0, sent - round(drops_above * TRIAL_S)) + (index in flukes)
+        runs.append((index, rate, lost))
+        return Trial(rate, sent, sent - lost, sent / TRIAL_S, 0.1, f"{index + 1:02d}-{rate:g}pps")
+    return run_trial, runs
+
+
+class Cond:
+    name = "sim"
+
+
+def test_one_lost_packet_is_run_again_and_does_not_end_the_search_low():
+    # the failure seen on a busy machine: one packet lost in one trial below
+    # the shaper's 2000 pps; the repeat is lossless and the search goes on
+    run_trial, runs = simulated(2000, flukes={2})
+    pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
+    assert limited_by == "loss" and 1980 <= pps <= 2000, (pps, runs)
+    fluke, = [t for t in trials if t.first is not None and t.lossless]
+    assert fluke.first.received == fluke.first.sent - 1 and fluke.rate_pps == runs[2][1]
+    d = fluke.to_dict()
+    assert d["repeated"] and [a["lossless"] for a in d["attempts"]] == [False, True]
+    assert [a["folder"] for a in d["attempts"]] == ["03-%gpps" % fluke.rate_pps,
+                                                   "04-%gpps" % fluke.rate_pps]
+
+
+def test_a_router_that_drops_is_never_reported_lossless_above_its_rate():
+    # real loss is found whatever the flukes: every lossy verdict was lost twice
+    for flukes in ((), {0}, {1, 3, 5}, set(range(0, 30, 2))):
+        run_trial, runs = simulated(1900, flukes=flukes)
+        pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
+        assert limited_by == "loss" and 1880 <= pps <= 1900, (flukes, pps, runs)
+        for t in trials:
+            if t.rate_pps > 1900:
+                assert not t.lossless and not t.first.lossless, (flukes, t)
+
+
+def test_loss_at_the_lowest_rate_is_confirmed_too():
+    run_trial, runs = simulated(1000)  # drops below --min: no lossless rate
+    pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
+    assert (pps, limited_by) == (None, "loss")
+    assert [r[1] for r in runs] == [HIGH, HIGH, LOW, LOW]  # each lossy rate run twice
