@@ -1,11 +1,28 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The one contract between the BPF programs, the kernel module and userspace:
- * the per-packet record, the stages, the counters and the packet key.
- * Plain fixed-width types only, so the same bytes mean the same thing in BPF,
- * in the kernel, in C userspace and in the Python loader (hopscope/format.py
- * mirrors this layout; tests/python/test_format.py checks it against the
- * offsets that `build/hopscope layout` prints from this header).
+ * the per-packet record, the stages, statuses, flags and counters, the limits
+ * and the packet key. Plain fixed-width types only, so the same bytes mean the
+ * same thing in BPF, in the kernel, in C userspace and in the Python loader
+ * (tests/python/test_format.py checks the Python mirror against the offsets a
+ * C program compiled against this header prints).
+ *
+ * Form. Tools without a C compiler read the facts of this header and of
+ * hopscope_file.h (the Python package's constants are generated from them),
+ * so every fact below is in one of three line forms:
+ *   - a constant: one line `#define HS_NAME VALUE` with VALUE a decimal or
+ *     0x-hex integer (an optional `u` suffix) or a "double-quoted string",
+ *     optionally followed by a comment;
+ *   - a named list: an X-macro `#define HS_<LIST>_LIST(X) \` followed by one
+ *     entry per line, `X(HS_NAME, VALUE, "name") \`, VALUE as above, a comment
+ *     allowed before the backslash, the last entry without it. The C enum, the
+ *     name table and any other language's table are all made from the list;
+ *     lists of consecutive values (stages, statuses, counters) are written in
+ *     value order without gaps, which the static assertions below check;
+ *   - an enum member with its value, alone on its line: `HS_NAME = VALUE,`
+ *     (hopscope_file.h's chunk types).
+ * Everything else (macros with arguments, expressions, structs, functions,
+ * enum members without a value) is C only, and a reader skips it.
  */
 #ifndef HOPSCOPE_H
 #define HOPSCOPE_H
@@ -19,45 +36,70 @@
 #define HS_VERSION_MAJOR 1
 #define HS_VERSION_MINOR 0
 
+/* X-macro helpers: the C side of every list below */
+#define HS_X_ENUM(id, val, name) id,
+#define HS_X_ENUM_VALUE(id, val, name) id = val,
+#define HS_X_NAME(id, val, name) [val] = name,
+#define HS_X_AT_PLACE(id, val, name) _Static_assert(id == val, #id " is out of place in its list");
+
 /*
  * Stages in the order a forwarded packet meets them. Index into
  * hs_record.t[]. T1..T4 are the paper's four instants; the others are optional
- * and split a queue into its parts.
+ * and split a queue into its parts. The name is the record file's and the
+ * DataFrame column's; `--stages` also takes it without "t_" (tcin, fwd, tceg).
  */
+#define HS_STAGE_LIST(X) \
+	X(HS_T0, 0, "t0")	/* arrival: netif_rx (enqueue to the backlog) or NIC hw stamp */ \
+	X(HS_T1, 1, "t1")	/* XDP at the input interface */ \
+	X(HS_TCIN, 2, "t_tcin")	/* tc ingress (skb built) */ \
+	X(HS_T2, 3, "t2")	/* netfilter PRE_ROUTING, earliest priority: routing starts */ \
+	X(HS_FWD, 4, "t_fwd")	/* netfilter FORWARD */ \
+	X(HS_T3, 5, "t3")	/* netfilter POST_ROUTING, latest priority: routing done */ \
+	X(HS_TCEG, 6, "t_tceg")	/* tc egress: just before the qdisc enqueue */ \
+	X(HS_T4, 7, "t4")	/* net_dev_start_xmit: handed to the output driver */
+
 enum hs_stage {
-	HS_T0 = 0,	/* arrival: netif_rx (enqueue to the backlog) or NIC hw stamp */
-	HS_T1,		/* XDP at the input interface */
-	HS_TCIN,	/* tc ingress (skb built) */
-	HS_T2,		/* netfilter PRE_ROUTING, earliest priority: routing starts */
-	HS_FWD,		/* netfilter FORWARD */
-	HS_T3,		/* netfilter POST_ROUTING, latest priority: routing done */
-	HS_TCEG,	/* tc egress: just before the qdisc enqueue */
-	HS_T4,		/* net_dev_start_xmit: handed to the output driver */
+	HS_STAGE_LIST(HS_X_ENUM)
 	HS_NSTAGES,
 };
+HS_STAGE_LIST(HS_X_AT_PLACE)
+#define HS_STAGE_NAMES { HS_STAGE_LIST(HS_X_NAME) }
 
-/* bit per stage, for hs_record.stages and the --stages option */
+/* bit per stage: the set of enabled stages (--stages, the module's config) */
 #define HS_STAGE_BIT(s) (1u << (s))
 #define HS_STAGES_CORE (HS_STAGE_BIT(HS_T1) | HS_STAGE_BIT(HS_T2) | \
 			HS_STAGE_BIT(HS_T3) | HS_STAGE_BIT(HS_T4))
 
-enum hs_status {
-	HS_ST_COMPLETE = 1,	/* seen at t1..t4 (and every enabled optional stage it passed) */
-	HS_ST_DROPPED,		/* freed by the kernel with a drop reason; drop_stage = last stage seen */
-	HS_ST_EVICTED,		/* its slot was reused before it completed: lost by the tracer */
-	HS_ST_COLLISION,	/* two packets in flight with one key where a key match was needed */
-	HS_ST_INFLIGHT,		/* still inside the router when the recording stopped */
-	HS_ST_OTHER_OUT,	/* forwarded, but out of an interface that is not traced */
-};
+/* hs_record.status: what became of the packet (0 is never written) */
+#define HS_STATUS_LIST(X) \
+	X(HS_ST_COMPLETE, 1, "complete")	/* t1..t4 seen (and enabled stages passed) */ \
+	X(HS_ST_DROPPED, 2, "dropped")		/* freed with a drop reason (drop_stage) */ \
+	X(HS_ST_EVICTED, 3, "evicted")		/* slot reused first: lost by the tracer */ \
+	X(HS_ST_COLLISION, 4, "collision")	/* one key twice in flight where it must match */ \
+	X(HS_ST_INFLIGHT, 5, "inflight")	/* still inside the router at the stop */ \
+	X(HS_ST_OTHER_OUT, 6, "other_out")	/* forwarded out of an untraced interface */
 
-/* hs_record.flags */
-#define HS_F_IPV6	0x01
-#define HS_F_FRAGMENT	0x02	/* an IP fragment: ports and payload not in the key */
-#define HS_F_IPOPTS	0x04	/* IPv4 options present */
-#define HS_F_IPV6_EXT	0x08	/* IPv6 extension headers walked */
-#define HS_F_VLAN	0x10	/* arrived with an 802.1Q/802.1ad tag */
-#define HS_F_T0_COLL	0x20	/* t0 unknown: its key was in flight twice */
-#define HS_F_TRUNC	0x40	/* headers shorter than they claim: key from what was there */
+enum hs_status {
+	HS_ST_NONE,
+	HS_STATUS_LIST(HS_X_ENUM)
+	HS_ST_END,		/* one past the last status */
+};
+HS_STATUS_LIST(HS_X_AT_PLACE)
+#define HS_STATUS_NAMES { HS_STATUS_LIST(HS_X_NAME) }
+
+/* hs_record.flags, bit by bit; the record file's header lists them by name */
+#define HS_FLAG_LIST(X) \
+	X(HS_F_IPV6, 0x01, "ipv6") \
+	X(HS_F_FRAGMENT, 0x02, "fragment")	/* IP fragment: no ports or payload in the key */ \
+	X(HS_F_IPOPTS, 0x04, "ip_options")	/* IPv4 options present */ \
+	X(HS_F_IPV6_EXT, 0x08, "ipv6_ext")	/* IPv6 extension headers walked */ \
+	X(HS_F_VLAN, 0x10, "vlan")		/* arrived with an 802.1Q/802.1ad tag */ \
+	X(HS_F_T0_COLL, 0x20, "t0_collision")	/* t0 unknown: its key was in flight twice */ \
+	X(HS_F_TRUNC, 0x40, "truncated")	/* headers shorter than they claim */
+
+enum hs_flag {
+	HS_FLAG_LIST(HS_X_ENUM_VALUE)
+};
 
 /*
  * One record per packet. Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns
@@ -81,7 +123,7 @@ struct hs_record {
 	__u8 proto;		/* 103 L4 protocol (after IPv6 extension headers) */
 	__u8 status;		/* 104 enum hs_status */
 	__u8 drop_stage;	/* 105 enum hs_stage: last stage seen before the drop */
-	__u8 flags;		/* 106 HS_F_* */
+	__u8 flags;		/* 106 enum hs_flag bits */
 	__u8 done;		/* 107 kernel-side: record emitted, slot free */
 	__u32 saddr[4];		/* 108 network order; IPv4 in saddr[0] */
 	__u32 daddr[4];		/* 124 */
@@ -103,49 +145,43 @@ struct hs_meta {
 #define HS_META_MAGIC 0x48537031u	/* "HSp1" */
 
 /* Counters: a per-CPU array in BPF, summed by userspace, stored in the trailer. */
+#define HS_COUNTER_LIST(X) \
+	X(HS_C_XDP_PKTS, 0, "xdp_pkts")		/* frames seen by the XDP stage */ \
+	X(HS_C_XDP_NONIP, 1, "xdp_nonip")	/* not IPv4/IPv6: passed untouched */ \
+	X(HS_C_XDP_TRUNC, 2, "xdp_truncated")	/* truncated headers */ \
+	X(HS_C_XDP_VLAN, 3, "xdp_vlan") \
+	X(HS_C_XDP_FRAG, 4, "xdp_fragment") \
+	X(HS_C_XDP_IPOPTS, 5, "xdp_ip_options") \
+	X(HS_C_XDP_IPV6EXT, 6, "xdp_ipv6_ext") \
+	X(HS_C_XDP_META_FAIL, 7, "xdp_meta_fail")	/* adjust_meta refused: not traced */ \
+	X(HS_C_T0_PKTS, 8, "t0_pkts") \
+	X(HS_C_T0_COLLISION, 9, "t0_collision")	/* t0 key already in flight */ \
+	X(HS_C_T0_MAP_FULL, 10, "t0_map_full") \
+	X(HS_C_T0_MISS, 11, "t0_miss")		/* XDP found no t0 for its key */ \
+	X(HS_C_PRE_PKTS, 12, "pre_pkts")	/* PRE_ROUTING packets carrying our metadata */ \
+	X(HS_C_PRE_NOMETA, 13, "pre_nometa")	/* PRE_ROUTING without it (local, untraced in) */ \
+	X(HS_C_POST_PKTS, 14, "post_pkts") \
+	X(HS_C_POST_NOMETA, 15, "post_nometa") \
+	X(HS_C_OUT_PKTS, 16, "out_pkts")	/* t4 on a traced output with metadata */ \
+	X(HS_C_OUT_NOMETA, 17, "out_nometa")	/* t4 on a traced output without it */ \
+	X(HS_C_OPT_PKTS, 18, "opt_pkts")	/* optional stages that found their slot */ \
+	X(HS_C_STALE, 19, "stale")		/* metadata whose slot was reused or emitted */ \
+	X(HS_C_LOCAL, 20, "local")		/* to the router itself (LOCAL_IN): no record */ \
+	X(HS_C_COMPLETE, 21, "complete") \
+	X(HS_C_DROPPED, 22, "dropped") \
+	X(HS_C_EVICTED, 23, "evicted") \
+	X(HS_C_OTHER_OUT, 24, "other_out") \
+	X(HS_C_RACE, 25, "race")		/* slot reused while copied: record discarded */ \
+	X(HS_C_RB_FAIL, 26, "rb_fail")		/* ring buffer full: record lost */ \
+	X(HS_C_RB_FAIL_COMPLETE, 27, "rb_fail_complete") \
+	X(HS_C_PROG_MISSES, 28, "prog_misses")	/* runs the kernel skipped (prog info) */
+
 enum hs_counter {
-	HS_C_XDP_PKTS = 0,	/* frames seen by the XDP stage */
-	HS_C_XDP_NONIP,		/* not IPv4/IPv6: passed untouched */
-	HS_C_XDP_TRUNC,		/* truncated headers */
-	HS_C_XDP_VLAN,
-	HS_C_XDP_FRAG,
-	HS_C_XDP_IPOPTS,
-	HS_C_XDP_IPV6EXT,
-	HS_C_XDP_META_FAIL,	/* bpf_xdp_adjust_meta refused: packet not traced */
-	HS_C_T0_PKTS,
-	HS_C_T0_COLLISION,	/* t0 key already in flight */
-	HS_C_T0_MAP_FULL,
-	HS_C_T0_MISS,		/* XDP found no t0 for its key */
-	HS_C_PRE_PKTS,		/* PRE_ROUTING packets carrying our metadata */
-	HS_C_PRE_NOMETA,	/* PRE_ROUTING packets without it (local, untraced input, moved metadata) */
-	HS_C_POST_PKTS,
-	HS_C_POST_NOMETA,
-	HS_C_OUT_PKTS,		/* t4 on a traced output with metadata */
-	HS_C_OUT_NOMETA,	/* t4 on a traced output without it (router's own packets, untraced input) */
-	HS_C_OPT_PKTS,		/* optional stages (tc in, forward, tc egress) that found their slot */
-	HS_C_STALE,		/* metadata whose slot was reused or already emitted */
-	HS_C_LOCAL,		/* delivered to the router itself (LOCAL_IN): not forwarded, no record */
-	HS_C_COMPLETE,
-	HS_C_DROPPED,
-	HS_C_EVICTED,
-	HS_C_OTHER_OUT,
-	HS_C_RACE,		/* slot reused while its record was being copied: record discarded */
-	HS_C_RB_FAIL,		/* ring buffer full: record lost (counted per status below) */
-	HS_C_RB_FAIL_COMPLETE,
-	HS_C_PROG_MISSES,	/* program runs the kernel skipped (recursion on a CPU); from prog info */
+	HS_COUNTER_LIST(HS_X_ENUM)
 	HS_C_NCOUNTERS,
 };
-
-#define HS_COUNTER_NAMES { \
-	"xdp_pkts", "xdp_nonip", "xdp_truncated", "xdp_vlan", "xdp_fragment", \
-	"xdp_ip_options", "xdp_ipv6_ext", "xdp_meta_fail", \
-	"t0_pkts", "t0_collision", "t0_map_full", "t0_miss", \
-	"pre_pkts", "pre_nometa", "post_pkts", "post_nometa", \
-	"out_pkts", "out_nometa", "opt_pkts", "stale", "local", \
-	"complete", "dropped", "evicted", "other_out", "race", \
-	"rb_fail", "rb_fail_complete", "prog_misses" }
-
-#define HS_STAGE_NAMES { "t0", "t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4" }
+HS_COUNTER_LIST(HS_X_AT_PLACE)
+#define HS_COUNTER_NAMES { HS_COUNTER_LIST(HS_X_NAME) }
 
 /*
  * The packet key: a hash of the bytes a router never changes, computed the

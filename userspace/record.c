@@ -69,30 +69,39 @@ static const struct argp_option options[] = {
 	{},
 };
 
+/* an optional stage by its name (t_tcin) or that name without "t_" (tcin); -1: none */
+static int optional_stage(const char *name)
+{
+	for (int s = 0; s < HS_NSTAGES; s++) {
+		const char *n = hs_stage_names[s];
+
+		if (HS_STAGES_CORE & HS_STAGE_BIT(s))
+			continue;
+		if (!strcmp(name, n) || (!strncmp(n, "t_", 2) && !strcmp(name, n + 2)))
+			return s;
+	}
+	return -1;
+}
+
 static int parse_stages(const char *arg, uint32_t *stages)
 {
-	static const struct { const char *name; int stage; } map[] = {
-		{ "t0", HS_T0 }, { "tcin", HS_TCIN }, { "fwd", HS_FWD }, { "tceg", HS_TCEG },
-	};
 	char *copy = strdup(arg), *save = NULL, *tok;
 	int err = 0;
 
+	if (!copy)
+		return -ENOMEM;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		size_t i;
+		int s = optional_stage(tok);
 
 		if (!strcmp(tok, "all")) {
-			for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-				*stages |= HS_STAGE_BIT(map[i].stage);
+			*stages |= ~HS_STAGES_CORE & (HS_STAGE_BIT(HS_NSTAGES) - 1);
 			continue;
 		}
-		for (i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-			if (!strcmp(tok, map[i].name))
-				break;
-		if (i == sizeof(map) / sizeof(map[0])) {
+		if (s < 0) {
 			err = -EINVAL;
 			break;
 		}
-		*stages |= HS_STAGE_BIT(map[i].stage);
+		*stages |= HS_STAGE_BIT(s);
 	}
 	free(copy);
 	return err;
@@ -262,7 +271,7 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 	fprintf(stderr, "\nhopscope: %s: %llu records in %.1f s (stopped: %s)\n", path,
 		(unsigned long long)run->w.written, secs, reason);
 	fprintf(stderr, "  records   ");
-	for (int s = HS_ST_COMPLETE; s <= HS_ST_OTHER_OUT; s++)
+	for (int s = HS_ST_NONE + 1; s < HS_ST_END; s++)
 		fprintf(stderr, " %s %llu", hs_status_names[s], (unsigned long long)by[s]);
 	fprintf(stderr, "\n  flows      %u (overflow %llu)\n  counters  ", run->w.flows.n,
 		(unsigned long long)run->w.flows.overflow);

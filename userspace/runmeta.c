@@ -11,9 +11,7 @@
 
 const char *const hs_counter_names[HS_C_NCOUNTERS] = HS_COUNTER_NAMES;
 const char *const hs_stage_names[HS_NSTAGES] = HS_STAGE_NAMES;
-const char *const hs_status_names[8] = {
-	"none", "complete", "dropped", "evicted", "collision", "inflight", "other_out", "unknown",
-};
+const char *const hs_status_names[HS_ST_END] = HS_STATUS_NAMES;
 
 static uint64_t ns(clockid_t id)
 {
@@ -145,7 +143,7 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t 
 	js_open(j, "userspace", '{');
 	js_u64(j, "records_written", records);
 	js_open(j, "records_by_status", '{');
-	for (int s = 1; s <= HS_ST_OTHER_OUT; s++)
+	for (int s = HS_ST_NONE + 1; s < HS_ST_END; s++)
 		js_u64(j, hs_status_names[s], by_status[s]);
 	js_close(j, '}');
 	js_u64(j, "flows", flows);

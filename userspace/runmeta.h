@@ -23,8 +23,9 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *ba
 void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t *by_status,
 			 uint64_t records, uint64_t flows, uint64_t flow_overflow);
 
+/* names from include/hopscope.h's lists, indexed by value (NULL: no such value) */
 extern const char *const hs_counter_names[HS_C_NCOUNTERS];
 extern const char *const hs_stage_names[HS_NSTAGES];
-extern const char *const hs_status_names[8];
+extern const char *const hs_status_names[HS_ST_END];
 
 #endif

@@ -109,7 +109,7 @@ int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 
 	*slot = *r;
 	slot->flow = hs_flows_id(&w->flows, r);
-	if (r->status < 8)
+	if (r->status < HS_ST_END)
 		w->by_status[r->status]++;
 	if (r->status == HS_ST_COMPLETE) {
 		w->complete++;

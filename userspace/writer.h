@@ -16,7 +16,7 @@ struct hs_writer {
 	uint32_t nbuf;
 	struct hs_flows flows;
 	uint64_t written;		/* records in the file */
-	uint64_t by_status[8];		/* records received, by enum hs_status */
+	uint64_t by_status[HS_ST_END];	/* records received, by enum hs_status */
 	uint64_t complete;
 	uint64_t t4_unseen;		/* inflight at stop, yet overtaken by its own flow */
 };
