@@ -15,8 +15,6 @@
 #include <bpf/bpf_endian.h>
 #include "hopscope.h"
 
-#define HS_MAX_IF 16
-
 #ifdef HS_DEFINE_MAPS
 #define HS_EXTERN
 #define HS_ZERO = {0}
@@ -41,7 +39,7 @@ HS_EXTERN struct {
 	__uint(max_entries, HS_C_NCOUNTERS);
 } counters SEC(".maps");
 
-/* per-CPU arrival count: the low 48 bits of seq */
+/* per-CPU arrival count: seq's low bits (hs_seq) */
 HS_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__type(key, __u32);
@@ -71,8 +69,8 @@ HS_EXTERN struct {
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_slot_shift HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_stages HS_ZERO;
-HS_EXTERN const volatile __u32 cfg_in_if[HS_MAX_IF] HS_ZERO;
-HS_EXTERN const volatile __u32 cfg_out_if[HS_MAX_IF] HS_ZERO;
+HS_EXTERN const volatile __u32 cfg_in_if[HS_MAX_IFACES] HS_ZERO;
+HS_EXTERN const volatile __u32 cfg_out_if[HS_MAX_IFACES] HS_ZERO;
 /* force a wakeup once this much is waiting; below it the reader polls */
 HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
 /* --floor: every program returns at once (the verifier drops the rest), so a
@@ -97,7 +95,7 @@ static __always_inline bool hs_stage_on(enum hs_stage s)
 static __always_inline bool hs_if_in(const volatile __u32 *set, __u32 ifindex)
 {
 #pragma unroll
-	for (int i = 0; i < HS_MAX_IF; i++) {
+	for (int i = 0; i < HS_MAX_IFACES; i++) {
 		if (!set[i])
 			return false;
 		if (set[i] == ifindex)
@@ -108,7 +106,7 @@ static __always_inline bool hs_if_in(const volatile __u32 *set, __u32 ifindex)
 
 static __always_inline struct hs_record *hs_slot(__u64 seq)
 {
-	__u32 cpu = seq >> 48;
+	__u32 cpu = hs_seq_cpu(seq);
 	__u32 idx = (cpu << cfg_slot_shift) |
 		    ((__u32)seq & ((1u << cfg_slot_shift) - 1));
 

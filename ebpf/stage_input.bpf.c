@@ -70,7 +70,7 @@ int hs_input(struct xdp_md *ctx)
 	if (!n)
 		return XDP_PASS;
 	cpu = bpf_get_smp_processor_id();
-	seq = (__u64)cpu << 48 | ++*n;
+	seq = hs_seq(cpu, ++*n);
 	rec = hs_slot(seq);
 	if (!rec) {
 		hs_count(HS_C_XDP_META_FAIL);

@@ -33,8 +33,16 @@
 #include <linux/types.h>
 #endif
 
+/* hopscope's release: the recorder, the module and the Python package */
+#define HS_VERSION "0.1.0"
+/* version of this contract (record layout; numbering of stages, statuses,
+ * flags and counters): the module prints it when it loads */
 #define HS_VERSION_MAJOR 1
 #define HS_VERSION_MINOR 0
+
+/* interfaces one recording traces, inputs and outputs together (one that is
+ * both counts once); BPF and the module hold this many per direction */
+#define HS_MAX_IFACES 16
 
 /* X-macro helpers: the C side of every list below */
 #define HS_X_ENUM(id, val, name) id,
@@ -108,7 +116,7 @@ enum hs_flag {
  */
 struct hs_record {
 	__u64 t[HS_NSTAGES];	/* 0   indexed by enum hs_stage */
-	__u64 seq;		/* 64  packet id: cpu_in << 48 | per-CPU arrival count */
+	__u64 seq;		/* 64  packet id: hs_seq(cpu_in, per-CPU arrival count) */
 	__u32 key;		/* 72  hs_key_hash of the packet's invariant bytes */
 	__u32 drop_reason;	/* 76  enum skb_drop_reason, when status == DROPPED */
 	__u32 in_ifindex;	/* 80 */
@@ -129,6 +137,21 @@ struct hs_record {
 	__u32 daddr[4];		/* 124 */
 	__u32 pad;		/* 140 keeps the size a multiple of 8 */
 };				/* 144 */
+
+/* hs_record.seq: the input CPU above HS_SEQ_CPU_SHIFT, that CPU's arrival
+ * count below it (HS_SEQ_COUNT_MASK) */
+#define HS_SEQ_CPU_SHIFT 48
+#define HS_SEQ_COUNT_MASK 0xffffffffffff
+
+static inline __u64 hs_seq(__u32 cpu, __u64 count)
+{
+	return (__u64)cpu << HS_SEQ_CPU_SHIFT | (count & HS_SEQ_COUNT_MASK);
+}
+
+static inline __u32 hs_seq_cpu(__u64 seq)
+{
+	return seq >> HS_SEQ_CPU_SHIFT;
+}
 
 /*
  * What XDP leaves in the packet's metadata area (in front of the MAC header,

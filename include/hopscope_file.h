@@ -9,6 +9,8 @@
  *
  * A run that was killed has no END chunk: readers keep every whole chunk and
  * say where the file stops being whole.
+ *
+ * Constants keep the line form described at the top of hopscope.h.
  */
 #ifndef HOPSCOPE_FILE_H
 #define HOPSCOPE_FILE_H
@@ -43,6 +45,10 @@ struct hs_chunk {
 	__u32 crc32;		/* zlib crc32 of those bytes */
 	__u32 reserved;
 };
+
+/* hs_record.flow of a record whose 5-tuple did not fit the recorder's flow
+ * table (counted in the trailer's userspace.flow_overflow) */
+#define HS_FLOW_NONE 0xffffffffu
 
 /* One 5-tuple; records name it by hs_record.flow. */
 struct hs_flow {

@@ -20,7 +20,6 @@
 
 #define HS_KMOD_DEVICE		"/dev/hopscope"
 #define HS_KMOD_ABI		1
-#define HS_KMOD_MAX_IFACES	16
 #define HS_KMOD_MAX_SLOTS	(1u << 18)	/* all CPUs together: memory stays bounded */
 #define HS_KMOD_MAX_RING	(1u << 19)	/* records */
 
@@ -43,8 +42,8 @@ struct hs_kmod_config {
 				 * HS_KMOD_MAX_RING; 0: module default */
 	__u32 n_in;		/* input interfaces (ifindex in that netns) */
 	__u32 n_out;		/* output interfaces */
-	__u32 in_ifindex[HS_KMOD_MAX_IFACES];
-	__u32 out_ifindex[HS_KMOD_MAX_IFACES];
+	__u32 in_ifindex[HS_MAX_IFACES];
+	__u32 out_ifindex[HS_MAX_IFACES];
 };
 
 struct hs_kmod_info {

@@ -14,8 +14,7 @@ static void hs_stamp_input(struct hs_session *s, struct hs_slot *slot,
 	u32 cpu = raw_smp_processor_id();
 
 	slot->r.t[st] = now;
-	slot->r.seq = (u64)cpu << 48 |
-		      (this_cpu_inc_return(s->pcpu->arrivals) & GENMASK_ULL(47, 0));
+	slot->r.seq = hs_seq(cpu, this_cpu_inc_return(s->pcpu->arrivals));
 	slot->r.cpu_in = cpu;
 	slot->r.in_ifindex = skb->dev->ifindex;
 }

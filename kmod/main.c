@@ -41,8 +41,8 @@ static int __init hs_init(void)
 		unregister_pernet_subsys(&hs_net_ops);
 		return err;
 	}
-	pr_info("ready: /dev/hopscope, stages 0x%x, record ABI %d.%d\n", hs_tp_stages(),
-		HS_VERSION_MAJOR, HS_VERSION_MINOR);
+	pr_info("ready: /dev/hopscope %s, stages 0x%x, record ABI %d.%d\n", HS_VERSION,
+		hs_tp_stages(), HS_VERSION_MAJOR, HS_VERSION_MINOR);
 	return 0;
 }
 
@@ -57,4 +57,4 @@ module_init(hs_init);
 module_exit(hs_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("hopscope: per-packet stage timestamps of a software router");
-MODULE_VERSION("1.0");
+MODULE_VERSION(HS_VERSION);

@@ -73,7 +73,7 @@ static int hs_check_ifaces(int *dst, const __u32 *src, u32 n)
 {
 	u32 i;
 
-	if (n < 1 || n > HS_KMOD_MAX_IFACES)
+	if (n < 1 || n > HS_MAX_IFACES)
 		return -EINVAL;
 	for (i = 0; i < n; i++) {
 		if (!src[i] || src[i] > INT_MAX)

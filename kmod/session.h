@@ -45,7 +45,7 @@ struct hs_ring {
 };
 
 struct hs_pcpu {
-	u64 arrivals;			/* low 48 bits of seq */
+	u64 arrivals;			/* seq's per-CPU count (hs_seq) */
 	u64 c[HS_C_NCOUNTERS];
 };
 
@@ -59,8 +59,8 @@ struct hs_session {
 	u32 stages;
 	u32 flags;
 	u32 n_in, n_out;
-	int in_ifindex[HS_KMOD_MAX_IFACES];
-	int out_ifindex[HS_KMOD_MAX_IFACES];
+	int in_ifindex[HS_MAX_IFACES];
+	int out_ifindex[HS_MAX_IFACES];
 	struct hs_bucket *buckets;
 	u32 nbuckets;			/* power of two */
 	u32 bucket_bits;

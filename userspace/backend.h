@@ -9,8 +9,6 @@
 #include "hopscope.h"
 #include "json.h"
 
-#define HS_MAX_IFACES 16
-
 struct hs_iface {
 	char name[32];
 	int ifindex;

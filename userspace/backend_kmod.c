@@ -93,9 +93,9 @@ static int build_config(const struct hs_config *cfg, const struct hs_kmod_info *
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		const struct hs_iface *ifc = &cfg->ifaces[i];
 
-		if (ifc->is_in && kc->n_in < HS_KMOD_MAX_IFACES)
+		if (ifc->is_in && kc->n_in < HS_MAX_IFACES)
 			kc->in_ifindex[kc->n_in++] = ifc->ifindex;
-		if (ifc->is_out && kc->n_out < HS_KMOD_MAX_IFACES)
+		if (ifc->is_out && kc->n_out < HS_MAX_IFACES)
 			kc->out_ifindex[kc->n_out++] = ifc->ifindex;
 	}
 	if (!kc->n_in || !kc->n_out) {
@@ -112,9 +112,10 @@ static void configure_error(int err)
 
 	switch (err) {
 	case -EINVAL:
-		why = "slots and ring must be powers of two, t1 and t4 enabled, 1 to 16 "
-		      "interfaces each way";
-		break;
+		fprintf(stderr, "hopscope: the module refused the configuration: slots and ring "
+			"must be powers of two, t1 and t4 enabled, 1 to %d interfaces each way\n",
+			HS_MAX_IFACES);
+		return;
 	case -E2BIG:
 		why = "slots or ring larger than the module allows";
 		break;

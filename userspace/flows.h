@@ -6,8 +6,6 @@
 #include <stdint.h>
 #include "hopscope_file.h"
 
-#define HS_FLOW_NONE 0xffffffffu	/* table full: counted in overflow */
-
 struct hs_flows {
 	struct hs_flow *items;		/* by id */
 	uint64_t *done_t1;		/* by id: latest t1 of the flow's complete packets */

@@ -71,7 +71,7 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "layout"))
 		return layout();
 	if (!strcmp(cmd, "version") || !strcmp(cmd, "--version")) {
-		printf("hopscope %s (record format %d)\n", HS_TRACER_VERSION, HS_FILE_VERSION);
+		printf("hopscope %s (record format %d)\n", HS_VERSION, HS_FILE_VERSION);
 		return 0;
 	}
 	return hs_exec_python(argc, argv);

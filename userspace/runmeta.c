@@ -81,7 +81,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *ba
 	js_open(j, NULL, '{');
 	js_str(j, "format", "hopscope-record");
 	js_u64(j, "version", 1);
-	js_str(j, "tracer_version", HS_TRACER_VERSION);
+	js_str(j, "tracer_version", HS_VERSION);
 	js_str(j, "backend", backend);
 	js_bool(j, "floor", cfg->floor);
 	js_str(j, "command", cmd);

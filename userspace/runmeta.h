@@ -7,8 +7,6 @@
 #include "backend.h"
 #include "json.h"
 
-#define HS_TRACER_VERSION "0.1.0"
-
 struct hs_clocks {
 	uint64_t mono_ns;
 	uint64_t real_ns;

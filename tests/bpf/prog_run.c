@@ -96,7 +96,8 @@ int main(void)
 		}
 		counters(s, after);
 		for (size_t i = 0; i < nslots; i++)
-			if (slots[i].seq && (slots[i].seq & 0xffffffffffffull) > (last_seq & 0xffffffffffffull) &&
+			if (slots[i].seq && (slots[i].seq & HS_SEQ_COUNT_MASK) >
+			    (last_seq & HS_SEQ_COUNT_MASK) &&
 			    (!r || slots[i].seq > r->seq))
 				r = &slots[i];
 		printf("{\"verdict\":%u,\"meta_len\":%u,", o.retval, o.data_size_out > (__u32)n ?
