@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <unistd.h>
 #include "hopscope.h"
 #include "json.h"
 
@@ -56,6 +57,13 @@ struct hs_backend {
  * empty hook description (NULL: out of memory); hs_backend_free releases all */
 struct hs_backend *hs_backend_new(const struct hs_backend *ops, size_t priv_size);
 void hs_backend_free(struct hs_backend *b);
+/* n bytes rounded up to whole pages: the length to mmap n bytes of a map */
+static inline size_t hs_page_round(size_t n)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+
+	return (n + page - 1) / page * page;
+}
 
 struct hs_backend *hs_backend_ebpf(void);
 struct hs_backend *hs_backend_kmod(void);

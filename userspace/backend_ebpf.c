@@ -6,7 +6,6 @@
  * still in flight from the slot table.
  */
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +14,16 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <linux/if_link.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter_ipv4.h>
 #include "backend.h"
 #include "hopscope.skel.h"
 #include "json.h"
 
-#define NF_PRI_FIRST (INT_MIN + 1)	/* INT_MIN itself is refused (ERANGE) */
-#define NF_PRI_LAST (INT_MAX - 1)
+/* the BPF netfilter link refuses NF_IP_PRI_FIRST/LAST themselves (ERANGE) */
+#define PRI_FIRST (NF_IP_PRI_FIRST + 1)
+#define PRI_LAST (NF_IP_PRI_LAST - 1)
 #define HS_MAX_LINKS 64
-
-enum { NF_PRE = 0, NF_LOCAL_IN = 1, NF_FORWARD = 2, NF_POST = 4 };
-enum { PF_V4 = 2, PF_V6 = 10 };
 
 struct ebpf {
 	struct hopscope_bpf *skel;
@@ -33,6 +32,9 @@ struct ebpf {
 	int nlinks;
 	int xdp_fds[HS_MAX_IFACES];
 	int nxdp;
+	int ncpu;		/* possible CPUs: values per key of a per-CPU map */
+	uint64_t *percpu;	/* ncpu values: one counter read */
+	int sync_outer, sync_inner;	/* the map-in-map pair of synchronize() */
 	struct hs_config *cfg;
 	hs_record_cb cb;
 	void *cb_ctx;
@@ -74,10 +76,10 @@ static int add_link(struct ebpf *e, struct bpf_link *l, const char *what)
 	return 0;
 }
 
-static int attach_nf(struct ebpf *e, struct bpf_program *p, int hook, int prio,
+static int attach_nf(struct ebpf *e, struct bpf_program *p, enum nf_inet_hooks hook, int prio,
 		     const char *name)
 {
-	int pfs[] = { PF_V4, PF_V6 };
+	static const int pfs[] = { NFPROTO_IPV4, NFPROTO_IPV6 };
 
 	for (int i = 0; i < 2; i++) {
 		LIBBPF_OPTS(bpf_netfilter_opts, o, .pf = pfs[i], .hooknum = hook, .priority = prio);
@@ -132,6 +134,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 
 	if (ncpu <= 0 || ncpu > 65535)
 		return -EINVAL;
+	e->ncpu = ncpu;
 	s->rodata->cfg_netns_inum = cfg->netns_inum;
 	s->rodata->cfg_slot_shift = shift;
 	s->rodata->cfg_stages = cfg->stages;
@@ -174,11 +177,11 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 	js_open(h, "t1", '{');
 	js_str(h, "type", "xdp");
 	js_close(h, '}');
-	err = attach_nf(e, s->progs.hs_prerouting, NF_PRE, NF_PRI_FIRST, "t2") ?:
-	      attach_nf(e, s->progs.hs_postrouting, NF_POST, NF_PRI_LAST, "t3") ?:
-	      attach_nf(e, s->progs.hs_localin, NF_LOCAL_IN, NF_PRI_LAST, "local_in");
+	err = attach_nf(e, s->progs.hs_prerouting, NF_INET_PRE_ROUTING, PRI_FIRST, "t2") ?:
+	      attach_nf(e, s->progs.hs_postrouting, NF_INET_POST_ROUTING, PRI_LAST, "t3") ?:
+	      attach_nf(e, s->progs.hs_localin, NF_INET_LOCAL_IN, PRI_LAST, "local_in");
 	if (!err && (cfg->stages & HS_STAGE_BIT(HS_FWD)))
-		err = attach_nf(e, s->progs.hs_forward, NF_FORWARD, NF_PRI_FIRST, "t_fwd");
+		err = attach_nf(e, s->progs.hs_forward, NF_INET_FORWARD, PRI_FIRST, "t_fwd");
 	if (err)
 		return err;
 	err = add_link(e, bpf_program__attach(s->progs.hs_output), "tp_btf/net_dev_start_xmit");
@@ -207,6 +210,36 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 	return err;
 }
 
+/*
+ * Waits until no program run that began before now is still running: a
+ * BPF_MAP_UPDATE_ELEM on an array of maps returns only after synchronize_rcu()
+ * (kernel/bpf/syscall.c, maybe_wait_bpf_programs: "so that userspace, when we
+ * return to it, knows that all non-sleepable programs that could be running
+ * use the new map value"; the kernel's BPF selftests wait the same way,
+ * kern_sync_rcu). Every stage here is non-sleepable and runs inside an RCU
+ * read-side section (XDP, netfilter, tcx and tracepoints alike), so after a
+ * detach this is the moment the slot table and the ring buffer stop changing.
+ * The maps are made at open, so stop needs no allocation.
+ */
+static int synchronize_init(struct ebpf *e)
+{
+	LIBBPF_OPTS(bpf_map_create_opts, o);
+
+	e->sync_inner = bpf_map_create(BPF_MAP_TYPE_ARRAY, "hs_sync_in", 4, 4, 1, NULL);
+	if (e->sync_inner < 0)
+		return -errno;
+	o.inner_map_fd = e->sync_inner;
+	e->sync_outer = bpf_map_create(BPF_MAP_TYPE_ARRAY_OF_MAPS, "hs_sync", 4, 4, 1, &o);
+	return e->sync_outer < 0 ? -errno : 0;
+}
+
+static int synchronize(struct ebpf *e)
+{
+	__u32 zero = 0;
+
+	return bpf_map_update_elem(e->sync_outer, &zero, &e->sync_inner, BPF_ANY) ? -errno : 0;
+}
+
 static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 {
 	struct ebpf *e = b->priv;
@@ -227,6 +260,14 @@ static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 	err = configure(e, cfg);
 	if (err)
 		return err;
+	e->percpu = calloc(e->ncpu, sizeof(*e->percpu));
+	if (!e->percpu)
+		return -ENOMEM;
+	err = synchronize_init(e);
+	if (err) {
+		fprintf(stderr, "hopscope: cannot create a BPF map: %s\n", strerror(-err));
+		return err;
+	}
 	err = hopscope_bpf__load(e->skel);
 	if (err) {
 		fprintf(stderr, "hopscope: loading the BPF programs failed: %s%s\n", strerror(-err),
@@ -281,15 +322,14 @@ static uint64_t recursion_misses(struct ebpf *e)
 static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 {
 	struct ebpf *e = b->priv;
-	int ncpu = libbpf_num_possible_cpus(), fd = bpf_map__fd(e->skel->maps.counters);
-	uint64_t vals[ncpu];
+	int fd = bpf_map__fd(e->skel->maps.counters);
 
 	for (__u32 k = 0; k < HS_C_NCOUNTERS; k++) {
 		out[k] = 0;
-		if (bpf_map_lookup_elem(fd, &k, vals))
+		if (bpf_map_lookup_elem(fd, &k, e->percpu))
 			return -errno;
-		for (int c = 0; c < ncpu; c++)
-			out[k] += vals[c];
+		for (int c = 0; c < e->ncpu; c++)
+			out[k] += e->percpu[c];
 	}
 	out[HS_C_PROG_MISSES] = recursion_misses(e);
 	return 0;
@@ -311,16 +351,21 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 	const struct bpf_map *m = e->skel->maps.slots;
 	size_t n = bpf_map__max_entries(m), size = n * sizeof(struct hs_record);
 	struct hs_record *slots;
-	int inflight = 0;
+	int inflight = 0, err;
 
 	detach(e);
 	/* a program that started before the detach may still be running */
-	usleep(20000);
+	err = synchronize(e);
+	if (err) {
+		fprintf(stderr, "hopscope: cannot wait for the programs to finish: %s\n",
+			strerror(-err));
+		return err;
+	}
 	e->cb = cb;
 	e->cb_ctx = ctx;
 	while (ring_buffer__consume(e->rb) > 0)
 		;
-	size = (size + 4095) & ~(size_t)4095;
+	size = hs_page_round(size);
 	slots = mmap(NULL, size, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
 	if (slots == MAP_FAILED) {
 		fprintf(stderr, "hopscope: cannot read the slot table: %s\n", strerror(errno));
@@ -346,6 +391,11 @@ static void ebpf_close(struct hs_backend *b)
 	detach(e);
 	ring_buffer__free(e->rb);
 	hopscope_bpf__destroy(e->skel);
+	if (e->sync_outer >= 0)
+		close(e->sync_outer);
+	if (e->sync_inner >= 0)
+		close(e->sync_inner);
+	free(e->percpu);
 	hs_backend_free(b);
 }
 
@@ -360,8 +410,12 @@ struct hs_backend *hs_backend_ebpf(void)
 		.close = ebpf_close,
 	};
 	struct hs_backend *b = hs_backend_new(&ops, sizeof(struct ebpf));
+	struct ebpf *e;
 
-	if (b)
-		((struct ebpf *)b->priv)->hooks = &b->hooks;
+	if (!b)
+		return NULL;
+	e = b->priv;
+	e->sync_outer = e->sync_inner = -1;
+	e->hooks = &b->hooks;
 	return b;
 }

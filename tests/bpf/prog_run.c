@@ -29,10 +29,10 @@ static int unhex(const char *s, unsigned char *out, int max)
 	return n;
 }
 
-static void counters(struct hopscope_bpf *s, uint64_t *out)
+/* vals: one value per possible CPU */
+static void counters(struct hopscope_bpf *s, uint64_t *vals, uint64_t *out)
 {
 	int ncpu = libbpf_num_possible_cpus();
-	uint64_t vals[ncpu];
 
 	for (__u32 k = 0; k < HS_C_NCOUNTERS; k++) {
 		out[k] = 0;
@@ -58,9 +58,9 @@ int main(void)
 	unsigned char pkt[2048], out[2048 + 256];
 	char line[8192];
 	uint64_t before[HS_C_NCOUNTERS], after[HS_C_NCOUNTERS];
-	uint64_t last_seq = 0;
+	uint64_t last_seq = 0, *percpu = calloc(libbpf_num_possible_cpus(), sizeof(*percpu));
 
-	if (!s)
+	if (!s || !percpu)
 		return 1;
 	s->rodata->cfg_slot_shift = 6;
 	s->rodata->cfg_stages = HS_STAGES_CORE;
@@ -75,7 +75,7 @@ int main(void)
 		return 1;
 	}
 	size_t nslots = bpf_map__max_entries(s->maps.slots);
-	size_t size = (nslots * sizeof(struct hs_record) + 4095) & ~4095ul;
+	size_t size = hs_page_round(nslots * sizeof(struct hs_record));
 	struct hs_record *slots = mmap(NULL, size, PROT_READ, MAP_SHARED,
 				       bpf_map__fd(s->maps.slots), 0);
 
@@ -89,12 +89,12 @@ int main(void)
 
 		if (n < 0)
 			return 1;
-		counters(s, before);
+		counters(s, percpu, before);
 		if (bpf_prog_test_run_opts(bpf_program__fd(s->progs.hs_input), &o)) {
 			printf("{\"error\":\"test_run failed\"}\n");
 			continue;
 		}
-		counters(s, after);
+		counters(s, percpu, after);
 		for (size_t i = 0; i < nslots; i++)
 			if (slots[i].seq && (slots[i].seq & HS_SEQ_COUNT_MASK) >
 			    (last_seq & HS_SEQ_COUNT_MASK) &&
