@@ -1,16 +1,22 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#define _GNU_SOURCE	/* pipe2 */
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/ethtool.h>
 #include <linux/if_link.h>
 #include <linux/sockios.h>
 #include <net/if.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 #include "ifaces.h"
+
+extern char **environ;
 
 static int ethtool(const char *name, void *cmd)
 {
@@ -120,29 +126,64 @@ static char *read_line(const char *fmt, const char *name)
 	return strdup(buf);
 }
 
-char *hs_qdisc_json(const char *ifname)
+/*
+ * What argv (a program in PATH) writes to stdout, or NULL if it cannot run or
+ * fails. No shell: an argument (an interface name) is never interpreted.
+ */
+static char *run_output(char *const argv[])
 {
-	char cmd[128], *out = NULL;
+	posix_spawn_file_actions_t fa;
+	char *out = NULL, buf[4096];
+	int p[2], status, err;
 	size_t len = 0;
-	FILE *p;
+	ssize_t n;
+	pid_t pid;
+	FILE *m;
 
-	snprintf(cmd, sizeof(cmd), "tc -s -j qdisc show dev %s 2>/dev/null", ifname);
-	p = popen(cmd, "re");
-	if (!p)
+	if (pipe2(p, O_CLOEXEC))
 		return NULL;
-	FILE *m = open_memstream(&out, &len);
-	char buf[4096];
-	size_t n;
-
-	while (m && (n = fread(buf, 1, sizeof(buf), p)) > 0)
-		fwrite(buf, 1, n, m);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
+	posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, "/dev/null", O_WRONLY, 0);
+	err = posix_spawnp(&pid, argv[0], &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	close(p[1]);
+	if (err) {
+		close(p[0]);
+		return NULL;
+	}
+	m = open_memstream(&out, &len);
+	while ((n = read(p[0], buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			break;
+		if (m)
+			fwrite(buf, 1, n, m);
+	}
+	close(p[0]);
 	if (m)
 		fclose(m);
-	if (pclose(p) != 0 || !out || out[0] != '[') {
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (!m || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		free(out);
 		return NULL;
 	}
-	out[strcspn(out, "\n")] = 0;
+	return out;
+}
+
+char *hs_qdisc_json(const char *ifname)
+{
+	char *argv[] = { "tc", "-s", "-j", "qdisc", "show", "dev", (char *)ifname, NULL };
+	char *out = run_output(argv);
+
+	if (out && out[0] != '[') {
+		free(out);
+		return NULL;
+	}
+	if (out)
+		out[strcspn(out, "\n")] = 0;
 	return out;
 }
 
