@@ -35,6 +35,22 @@ struct hs_config {
 
 typedef int (*hs_record_cb)(void *ctx, const struct hs_record *r);
 
+/* hooks that stamp no instant, beside enum hs_stage in hs_hook.stage */
+enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_NKINDS };
+
+/* How one probe is attached; the record file's header lists them as "hooks"
+ * (docs/record-format.md), the same shape for every backend. */
+struct hs_hook {
+	int stage;		/* enum hs_stage, HS_HOOK_LOCAL_IN or HS_HOOK_DROP */
+	const char *hook;	/* what it attaches to, libbpf's section spelling: "xdp",
+				 * "tcx/ingress", "netfilter/PRE_ROUTING",
+				 * "tp_btf/net_dev_start_xmit", "tracepoint/net/netif_rx" */
+	int priority;		/* netfilter priority, when has_priority */
+	bool has_priority;
+};
+
+#define HS_MAX_HOOKS 16
+
 struct hs_backend {
 	const char *name;
 	/* attach everything; on failure print why to stderr and return -errno */
@@ -46,17 +62,22 @@ struct hs_backend {
 	/* detach, then hand over packets still in flight (status INFLIGHT) */
 	int (*stop)(struct hs_backend *b, hs_record_cb cb, void *ctx);
 	void (*close)(struct hs_backend *b);
-	/* hook description for the file header: JSON object text, or NULL
-	 * (hs_backend_new sets it: the text of hooks) */
-	const char *(*hooks_json)(struct hs_backend *b);
 	void *priv;
-	struct js hooks;	/* that description, written by open */
+	/* written by open, for the file header: the probes in stage order, and
+	 * the backend's own sizes as one JSON object ("backend_info") */
+	struct hs_hook hooks[HS_MAX_HOOKS];
+	int nhooks;
+	struct js info;
 };
 
-/* backend_common.c: a copy of ops with priv_size zeroed bytes as priv and an
- * empty hook description (NULL: out of memory); hs_backend_free releases all */
+/* backend_common.c: a copy of ops with priv_size zeroed bytes as priv, no
+ * hooks and no info yet (NULL: out of memory); hs_backend_free releases all */
 struct hs_backend *hs_backend_new(const struct hs_backend *ops, size_t priv_size);
 void hs_backend_free(struct hs_backend *b);
+/* appends one probe to b->hooks; priority is read only when has_priority */
+void hs_backend_hook(struct hs_backend *b, int stage, const char *hook, bool has_priority,
+		     int priority);
+
 /* n bytes rounded up to whole pages: the length to mmap n bytes of a map */
 static inline size_t hs_page_round(size_t n)
 {

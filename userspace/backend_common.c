@@ -3,11 +3,6 @@
 #include <stdlib.h>
 #include "backend.h"
 
-static const char *hooks_json(struct hs_backend *b)
-{
-	return js_text(&b->hooks);
-}
-
 struct hs_backend *hs_backend_new(const struct hs_backend *ops, size_t priv_size)
 {
 	struct hs_backend *b = malloc(sizeof(*b));
@@ -20,14 +15,27 @@ struct hs_backend *hs_backend_new(const struct hs_backend *ops, size_t priv_size
 	}
 	*b = *ops;
 	b->priv = priv;
-	b->hooks_json = hooks_json;
-	js_init(&b->hooks);
+	b->nhooks = 0;
+	js_init(&b->info);
 	return b;
+}
+
+void hs_backend_hook(struct hs_backend *b, int stage, const char *hook, bool has_priority,
+		     int priority)
+{
+	if (b->nhooks == HS_MAX_HOOKS)
+		return;	/* a backend has fewer probes than this: never reached */
+	b->hooks[b->nhooks++] = (struct hs_hook){
+		.stage = stage,
+		.hook = hook,
+		.priority = has_priority ? priority : 0,
+		.has_priority = has_priority,
+	};
 }
 
 void hs_backend_free(struct hs_backend *b)
 {
-	js_free(&b->hooks);
+	js_free(&b->info);
 	free(b->priv);
 	free(b);
 }

@@ -38,7 +38,6 @@ struct ebpf {
 	struct hs_config *cfg;
 	hs_record_cb cb;
 	void *cb_ctx;
-	struct js *hooks;	/* the backend's */
 };
 
 static int on_sample(void *ctx, void *data, size_t size)
@@ -91,10 +90,6 @@ static int attach_nf(struct ebpf *e, struct bpf_program *p, enum nf_inet_hooks h
 		if (err)
 			return err;
 	}
-	js_open(e->hooks, name, '{');
-	js_str(e->hooks, "type", "netfilter");
-	js_i64(e->hooks, "priority", prio);
-	js_close(e->hooks, '}');
 	return 0;
 }
 
@@ -155,10 +150,8 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 static int attach_all(struct ebpf *e, struct hs_config *cfg)
 {
 	struct hopscope_bpf *s = e->skel;
-	struct js *h = e->hooks;
 	int err = 0;
 
-	js_open(h, NULL, '{');
 	for (int i = 0; i < cfg->n_ifaces && !err; i++) {
 		const struct hs_iface *ifc = &cfg->ifaces[i];
 
@@ -174,9 +167,6 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 	}
 	if (err)
 		return err;
-	js_open(h, "t1", '{');
-	js_str(h, "type", "xdp");
-	js_close(h, '}');
 	err = attach_nf(e, s->progs.hs_prerouting, NF_INET_PRE_ROUTING, PRI_FIRST, "t2") ?:
 	      attach_nf(e, s->progs.hs_postrouting, NF_INET_POST_ROUTING, PRI_LAST, "t3") ?:
 	      attach_nf(e, s->progs.hs_localin, NF_INET_LOCAL_IN, PRI_LAST, "local_in");
@@ -185,29 +175,38 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 	if (err)
 		return err;
 	err = add_link(e, bpf_program__attach(s->progs.hs_output), "tp_btf/net_dev_start_xmit");
-	js_open(h, "t4", '{');
-	js_str(h, "type", "tp_btf/net_dev_start_xmit");
-	js_close(h, '}');
 	if (!err && cfg->drops)
 		err = add_link(e, bpf_program__attach(s->progs.hs_drop), "tp_btf/kfree_skb");
-	if (!err && (cfg->stages & HS_STAGE_BIT(HS_T0))) {
+	if (!err && (cfg->stages & HS_STAGE_BIT(HS_T0)))
 		err = add_link(e, bpf_program__attach(s->progs.hs_arrival), "tp_btf/netif_rx");
-		js_open(h, "t0", '{');
-		js_str(h, "type", "tp_btf/netif_rx");
-		js_close(h, '}');
-	}
-	if (cfg->stages & HS_STAGE_BIT(HS_TCIN)) {
-		js_open(h, "t_tcin", '{');
-		js_str(h, "type", "tcx/ingress");
-		js_close(h, '}');
-	}
-	if (cfg->stages & HS_STAGE_BIT(HS_TCEG)) {
-		js_open(h, "t_tceg", '{');
-		js_str(h, "type", "tcx/egress");
-		js_close(h, '}');
-	}
-	js_close(h, '}');
 	return err;
+}
+
+/* what attach_all attached, in stage order, for the file header */
+static void describe(struct hs_backend *b, const struct ebpf *e, const struct hs_config *cfg)
+{
+	uint32_t st = cfg->stages;
+
+	if (st & HS_STAGE_BIT(HS_T0))
+		hs_backend_hook(b, HS_T0, "tp_btf/netif_rx", false, 0);
+	hs_backend_hook(b, HS_T1, "xdp", false, 0);
+	if (st & HS_STAGE_BIT(HS_TCIN))
+		hs_backend_hook(b, HS_TCIN, "tcx/ingress", false, 0);
+	hs_backend_hook(b, HS_T2, "netfilter/PRE_ROUTING", true, PRI_FIRST);
+	if (st & HS_STAGE_BIT(HS_FWD))
+		hs_backend_hook(b, HS_FWD, "netfilter/FORWARD", true, PRI_FIRST);
+	hs_backend_hook(b, HS_T3, "netfilter/POST_ROUTING", true, PRI_LAST);
+	if (st & HS_STAGE_BIT(HS_TCEG))
+		hs_backend_hook(b, HS_TCEG, "tcx/egress", false, 0);
+	hs_backend_hook(b, HS_T4, "tp_btf/net_dev_start_xmit", false, 0);
+	hs_backend_hook(b, HS_HOOK_LOCAL_IN, "netfilter/LOCAL_IN", true, PRI_LAST);
+	if (cfg->drops)
+		hs_backend_hook(b, HS_HOOK_DROP, "tp_btf/kfree_skb", false, 0);
+	js_open(&b->info, NULL, '{');
+	js_u64(&b->info, "possible_cpus", e->ncpu);
+	js_u64(&b->info, "slots", bpf_map__max_entries(e->skel->maps.slots));
+	js_u64(&b->info, "ringbuf_bytes", bpf_map__max_entries(e->skel->maps.records));
+	js_close(&b->info, '}');
 }
 
 /*
@@ -277,6 +276,7 @@ static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 	err = attach_all(e, cfg);
 	if (err)
 		return err;
+	describe(b, e, cfg);
 	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.records), on_sample, e, NULL);
 	if (!e->rb) {
 		fprintf(stderr, "hopscope: ring buffer: %s\n", strerror(errno));
@@ -416,6 +416,5 @@ struct hs_backend *hs_backend_ebpf(void)
 		return NULL;
 	e = b->priv;
 	e->sync_outer = e->sync_inner = -1;
-	e->hooks = &b->hooks;
 	return b;
 }

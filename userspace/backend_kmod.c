@@ -131,36 +131,30 @@ static void configure_error(int err)
 	fprintf(stderr, "hopscope: the module refused the configuration: %s\n", why);
 }
 
-static void hook(struct js *h, const char *stage, const char *type, int64_t prio, int has_prio)
-{
-	js_open(h, stage, '{');
-	js_str(h, "type", type);
-	if (has_prio)
-		js_i64(h, "priority", prio);
-	js_close(h, '}');
-}
-
-static void describe_hooks(struct js *h, const struct kmod *k, const struct hs_config *cfg)
+/* what the module hooked, in stage order, for the file header */
+static void describe(struct hs_backend *b, const struct kmod *k, const struct hs_config *cfg)
 {
 	uint32_t st = cfg->stages;
 
-	js_open(h, NULL, '{');
 	if (st & HS_STAGE_BIT(HS_T0))
-		hook(h, "t0", "tracepoint net:netif_rx", 0, 0);
-	hook(h, "t1", "tracepoint net:netif_receive_skb", 0, 0);
-	hook(h, "t2", "netfilter PRE_ROUTING", k->info.prio_pre, 1);
+		hs_backend_hook(b, HS_T0, "tracepoint/net/netif_rx", false, 0);
+	hs_backend_hook(b, HS_T1, "tracepoint/net/netif_receive_skb", false, 0);
+	hs_backend_hook(b, HS_T2, "netfilter/PRE_ROUTING", true, k->info.prio_pre);
 	if (st & HS_STAGE_BIT(HS_FWD))
-		hook(h, "t_fwd", "netfilter FORWARD", k->info.prio_pre, 1);
-	hook(h, "t3", "netfilter POST_ROUTING", k->info.prio_post, 1);
-	hook(h, "local_in", "netfilter LOCAL_IN", k->info.prio_post, 1);
+		hs_backend_hook(b, HS_FWD, "netfilter/FORWARD", true, k->info.prio_pre);
+	hs_backend_hook(b, HS_T3, "netfilter/POST_ROUTING", true, k->info.prio_post);
 	if (st & HS_STAGE_BIT(HS_TCEG))
-		hook(h, "t_tceg", "tracepoint net:net_dev_queue", 0, 0);
-	hook(h, "t4", "tracepoint net:net_dev_start_xmit", 0, 0);
+		hs_backend_hook(b, HS_TCEG, "tracepoint/net/net_dev_queue", false, 0);
+	hs_backend_hook(b, HS_T4, "tracepoint/net/net_dev_start_xmit", false, 0);
+	hs_backend_hook(b, HS_HOOK_LOCAL_IN, "netfilter/LOCAL_IN", true, k->info.prio_post);
 	if (cfg->drops)
-		hook(h, "drops", "tracepoint skb:kfree_skb", 0, 0);
-	js_u64(h, "slots", k->info.slots);
-	js_u64(h, "ring_records", k->info.ring_records);
-	js_close(h, '}');
+		hs_backend_hook(b, HS_HOOK_DROP, "tracepoint/skb/kfree_skb", false, 0);
+	js_open(&b->info, NULL, '{');
+	js_u64(&b->info, "abi", k->info.abi);
+	js_u64(&b->info, "possible_cpus", k->info.nr_cpus);
+	js_u64(&b->info, "slots", k->info.slots);
+	js_u64(&b->info, "ring_records", k->info.ring_records);
+	js_close(&b->info, '}');
 }
 
 static int kmod_open(struct hs_backend *b, struct hs_config *cfg)
@@ -205,7 +199,7 @@ static int kmod_open(struct hs_backend *b, struct hs_config *cfg)
 			err == -ENODEV ? " (the network namespace went away)" : "");
 		return err;
 	}
-	describe_hooks(&b->hooks, k, cfg);
+	describe(b, k, cfg);
 	if (cfg->verbose)
 		fprintf(stderr, "hopscope: kmod: %u slots, %u queued records, netns %llu\n",
 			k->info.slots, k->info.ring_records,

@@ -129,7 +129,7 @@ void js_raw(struct js *j, const char *key, const char *json)
 		put(j, "null", 4);
 }
 
-const char *js_text(struct js *j)
+const char *js_text(const struct js *j)
 {
 	return j->oom ? NULL : (j->buf ? j->buf : "");
 }

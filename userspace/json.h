@@ -22,6 +22,6 @@ void js_u64(struct js *j, const char *key, uint64_t val);
 void js_i64(struct js *j, const char *key, int64_t val);
 void js_bool(struct js *j, const char *key, int val);
 void js_raw(struct js *j, const char *key, const char *json);	/* already JSON */
-const char *js_text(struct js *j);	/* NULL if memory ran out */
+const char *js_text(const struct js *j);	/* NULL if memory ran out */
 
 #endif

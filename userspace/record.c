@@ -399,7 +399,7 @@ int hs_cmd_record(int argc, char **argv)
 	}
 	hs_clocks_now(&start);
 	js_init(&header);
-	hs_runmeta_header(&header, &o.cfg, run.b->name, run.b->hooks_json(run.b), &start, argc, argv);
+	hs_runmeta_header(&header, &o.cfg, run.b, &start, argc, argv);
 	if (!js_text(&header) || hs_writer_open(&run.w, o.output, js_text(&header))) {
 		js_free(&header);
 		hs_writer_free(&run.w);

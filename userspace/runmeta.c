@@ -61,9 +61,29 @@ static char *first_line(const char *path, const char *prefix)
 	return out;
 }
 
-void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *backend,
-		       const char *hooks_json, const struct hs_clocks *start,
-		       int argc, char **argv)
+/* "hooks": one object per probe, whichever backend attached it */
+static void hooks_json(struct js *j, const struct hs_backend *b)
+{
+	js_open(j, "hooks", '[');
+	for (int i = 0; i < b->nhooks; i++) {
+		const struct hs_hook *h = &b->hooks[i];
+
+		js_open(j, NULL, '{');
+		js_str(j, "stage", h->stage < HS_NSTAGES ? hs_stage_names[h->stage] :
+				   h->stage == HS_HOOK_LOCAL_IN ? "local_in" : "drop");
+		js_str(j, "hook", h->hook);
+		if (h->has_priority)
+			js_i64(j, "priority", h->priority);
+		else
+			js_raw(j, "priority", NULL);
+		js_str(j, "backend", b->name);
+		js_close(j, '}');
+	}
+	js_close(j, ']');
+}
+
+void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct hs_backend *b,
+		       const struct hs_clocks *start, int argc, char **argv)
 {
 	struct utsname u;
 	char host[256] = "", cmd[2048] = "";
@@ -82,7 +102,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *ba
 	js_str(j, "format", "hopscope-record");
 	js_u64(j, "version", 1);
 	js_str(j, "tracer_version", HS_VERSION);
-	js_str(j, "backend", backend);
+	js_str(j, "backend", b->name);
 	js_bool(j, "floor", cfg->floor);
 	js_str(j, "command", cmd);
 	js_str(j, "hostname", host);
@@ -111,7 +131,8 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *ba
 	js_close(j, ']');
 	js_bool(j, "drops", cfg->drops);
 	hs_drop_reasons_json(j);
-	js_raw(j, "hooks", hooks_json);
+	hooks_json(j, b);
+	js_raw(j, "backend_info", js_text(&b->info));
 	js_u64(j, "slots_per_cpu", cfg->slots_per_cpu);
 	js_u64(j, "ringbuf_bytes", cfg->ringbuf_bytes);
 	js_u64(j, "record_size", sizeof(struct hs_record));

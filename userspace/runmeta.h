@@ -14,9 +14,10 @@ struct hs_clocks {
 };
 
 void hs_clocks_now(struct hs_clocks *c);
-void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const char *backend,
-		       const char *hooks_json, const struct hs_clocks *start,
-		       int argc, char **argv);
+/* the header JSON: the run, the machine, the interfaces, and what b attached */
+void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct hs_backend *b,
+		       const struct hs_clocks *start, int argc, char **argv);
+
 /* {"monotonic_ns", "counters": {...}, "userspace": {...}} without the closing brace */
 void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t *by_status,
 			 uint64_t records, uint64_t flows, uint64_t flow_overflow);
