@@ -84,7 +84,7 @@ HS_STAGE_LIST(HS_X_AT_PLACE)
 	X(HS_ST_DROPPED, 2, "dropped")		/* freed with a drop reason (drop_stage) */ \
 	X(HS_ST_EVICTED, 3, "evicted")		/* slot reused first: lost by the tracer */ \
 	X(HS_ST_COLLISION, 4, "collision")	/* one key twice in flight where it must match */ \
-	X(HS_ST_INFLIGHT, 5, "inflight")	/* still inside the router at the stop */ \
+	X(HS_ST_INFLIGHT, 5, "inflight")	/* inside at the stop (unless HS_F_T4_UNSEEN) */ \
 	X(HS_ST_OTHER_OUT, 6, "other_out")	/* forwarded out of an untraced interface */
 
 enum hs_status {
@@ -103,7 +103,8 @@ HS_STATUS_LIST(HS_X_AT_PLACE)
 	X(HS_F_IPV6_EXT, 0x08, "ipv6_ext")	/* IPv6 extension headers walked */ \
 	X(HS_F_VLAN, 0x10, "vlan")		/* arrived with an 802.1Q/802.1ad tag */ \
 	X(HS_F_T0_COLL, 0x20, "t0_collision")	/* t0 unknown: its key was in flight twice */ \
-	X(HS_F_TRUNC, 0x40, "truncated")	/* headers shorter than they claim */
+	X(HS_F_TRUNC, 0x40, "truncated")	/* headers shorter than they claim */ \
+	X(HS_F_T4_UNSEEN, 0x80, "t4_unseen")	/* inflight, but its flow overtook it: t4 missed */
 
 enum hs_flag {
 	HS_FLAG_LIST(HS_X_ENUM_VALUE)

@@ -233,9 +233,16 @@ static char *counters_json(struct run *run, const char *stop_reason)
 	struct js j;
 	char *out;
 
+	struct hs_userspace_counts u = {
+		.by_status = run->w.by_status,
+		.records = run->w.written + run->w.nbuf,
+		.flows = run->w.flows.n,
+		.flow_overflow = run->w.flows.overflow,
+		.t4_unseen = run->w.t4_unseen,
+	};
+
 	js_init(&j);
-	hs_runmeta_counters(&j, run->counters, run->w.by_status, run->w.written + run->w.nbuf,
-			    run->w.flows.n, run->w.flows.overflow);
+	hs_runmeta_counters(&j, run->counters, &u);
 	if (stop_reason)
 		js_str(&j, "stop_reason", stop_reason);
 	js_close(&j, '}');

@@ -144,13 +144,18 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	for (int s = 0; s < HS_NSTAGES; s++)
 		js_str(j, NULL, hs_stage_names[s]);
 	js_close(j, ']');
+	js_open(j, "record_flags", '{');
+#define FLAG(id, val, name) js_u64(j, name, val);
+	HS_FLAG_LIST(FLAG)
+#undef FLAG
+	js_close(j, '}');
 	js_close(j, '}');
 	free(cs);
 	free(model);
 }
 
-void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t *by_status,
-			 uint64_t records, uint64_t flows, uint64_t flow_overflow)
+void hs_runmeta_counters(struct js *j, const uint64_t *counters,
+			 const struct hs_userspace_counts *u)
 {
 	struct hs_clocks now;
 
@@ -162,12 +167,13 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t 
 		js_u64(j, hs_counter_names[c], counters[c]);
 	js_close(j, '}');
 	js_open(j, "userspace", '{');
-	js_u64(j, "records_written", records);
+	js_u64(j, "records_written", u->records);
 	js_open(j, "records_by_status", '{');
 	for (int s = HS_ST_NONE + 1; s < HS_ST_END; s++)
-		js_u64(j, hs_status_names[s], by_status[s]);
+		js_u64(j, hs_status_names[s], u->by_status[s]);
 	js_close(j, '}');
-	js_u64(j, "flows", flows);
-	js_u64(j, "flow_overflow", flow_overflow);
+	js_u64(j, "flows", u->flows);
+	js_u64(j, "flow_overflow", u->flow_overflow);
+	js_u64(j, "t4_unseen", u->t4_unseen);
 	js_close(j, '}');
 }

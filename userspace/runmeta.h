@@ -18,9 +18,18 @@ void hs_clocks_now(struct hs_clocks *c);
 void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct hs_backend *b,
 		       const struct hs_clocks *start, int argc, char **argv);
 
+/* what the recorder itself counted, for the COUNTERS and END chunks */
+struct hs_userspace_counts {
+	const uint64_t *by_status;	/* HS_ST_END values, by enum hs_status */
+	uint64_t records;		/* records written or buffered */
+	uint64_t flows;
+	uint64_t flow_overflow;
+	uint64_t t4_unseen;		/* records flagged HS_F_T4_UNSEEN */
+};
+
 /* {"monotonic_ns", "counters": {...}, "userspace": {...}} without the closing brace */
-void hs_runmeta_counters(struct js *j, const uint64_t *counters, const uint64_t *by_status,
-			 uint64_t records, uint64_t flows, uint64_t flow_overflow);
+void hs_runmeta_counters(struct js *j, const uint64_t *counters,
+			 const struct hs_userspace_counts *u);
 
 /* names from include/hopscope.h's lists, indexed by value (NULL: no such value) */
 extern const char *const hs_counter_names[HS_C_NCOUNTERS];

@@ -18,11 +18,12 @@ struct hs_writer {
 	uint64_t written;		/* records in the file */
 	uint64_t by_status[HS_ST_END];	/* records received, by enum hs_status */
 	uint64_t complete;
-	uint64_t t4_unseen;		/* inflight at stop, yet overtaken by its own flow */
+	uint64_t t4_unseen;		/* records written with HS_F_T4_UNSEEN */
 };
 
 int hs_writer_open(struct hs_writer *w, const char *path, const char *header_json);
-/* takes one record; writes a chunk when the buffer is full */
+/* takes one record (and judges an inflight one: HS_F_T4_UNSEEN); writes a
+ * chunk when the buffer is full */
 int hs_writer_add(struct hs_writer *w, const struct hs_record *r);
 /* writes buffered flows and records, then a COUNTERS chunk with json */
 int hs_writer_flush(struct hs_writer *w, const char *counters_json);
