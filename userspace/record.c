@@ -2,6 +2,8 @@
 /* `hopscope record`: attach, drain, write the record file, report every counter. */
 #include <argp.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +23,7 @@ struct opts {
 	double duration;
 	uint64_t count;
 	int quiet;
+	int ready_fd;		/* -1: none */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -42,12 +45,21 @@ static const char doc[] =
 "      10 s of the testbed's router, both senders\n"
 "  hopscope record -n router -i r-s1 -O r-rx --stages t0,tceg -c 100000 -o q.hsr\n"
 "      stop after 100000 complete records; split both queues into their parts\n"
+"  hopscope record -n router -i r-s1 -O r-rx -o run.hsr --ready-fd 3 3>ready &\n"
+"      read -r line < ready   # blocks until every probe is attached (line: ready)\n"
 "  python3 -c 'import hopscope; print(hopscope.load(\"run.hsr\").describe())'\n"
 "\n"
+"--ready-fd N: once every probe is attached and the file's header is written,\n"
+"the line `ready` goes to file descriptor N, which is then closed (a pipe's\n"
+"reader sees the line, or end of file if the recorder failed before). -q does\n"
+"not silence it.\n"
 "Stops on --duration, --count or Ctrl-C; prints every counter at the end.\n"
 "Exit status: 0 ok, 1 runtime error, 2 usage error.";
 
-enum { OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR };
+enum {
+	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
+	OPT_READY_FD,
+};
 
 static const struct argp_option options[] = {
 	{ "netns", 'n', "NAME", 0, "router's network namespace (/run/netns/NAME)" },
@@ -64,6 +76,8 @@ static const struct argp_option options[] = {
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
 	{ "floor", OPT_FLOOR, 0, 0, "attach empty programs at the same hooks and record nothing: "
 	  "what the hooks alone cost, the floor no tracer there can beat (bench/overhead)" },
+	{ "ready-fd", OPT_READY_FD, "N", 0, "write `ready` to file descriptor N once attached "
+	  "and the file header is written, then close it" },
 	{ "quiet", 'q', 0, 0, "no live line" },
 	{ "verbose", 'v', 0, 0, "libbpf debug output" },
 	{},
@@ -153,6 +167,16 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NODROPS: o->cfg.drops = false; break;
 	case OPT_BACKEND: o->backend = arg; break;
 	case OPT_FLOOR: o->cfg.floor = true; break;
+	case OPT_READY_FD: {
+		long fd = strtol(arg, &end, 10);
+
+		if (*end || end == arg || fd < 0 || fd > INT_MAX || fcntl(fd, F_GETFD) < 0)
+			argp_error(state, "--ready-fd takes an open file descriptor, not '%s'", arg);
+		/* not for the children (tc): only this process may close it */
+		fcntl(fd, F_SETFD, FD_CLOEXEC);
+		o->ready_fd = fd;
+		break;
+	}
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
@@ -354,6 +378,23 @@ static int record_loop(struct run *run, struct opts *o)
 	return run->err ? 1 : 0;
 }
 
+/* --ready-fd: the machine-readable "recording" (a reader that is gone is not an error) */
+static void tell_ready(int fd)
+{
+	static const char line[] = "ready\n";
+	struct sigaction ign = { .sa_handler = SIG_IGN }, old;
+	ssize_t n;
+
+	sigaction(SIGPIPE, &ign, &old);	/* EPIPE rather than death */
+	do
+		n = write(fd, line, sizeof(line) - 1);
+	while (n < 0 && errno == EINTR);
+	if (n < 0 && errno != EPIPE)
+		fprintf(stderr, "hopscope: --ready-fd %d: %s\n", fd, strerror(errno));
+	close(fd);
+	sigaction(SIGPIPE, &old, NULL);
+}
+
 int hs_cmd_record(int argc, char **argv)
 {
 	struct argp argp = { options, parse_opt, NULL, doc };
@@ -366,6 +407,7 @@ int hs_cmd_record(int argc, char **argv)
 		},
 		.backend = "auto",
 		.xdp_mode = "auto",
+		.ready_fd = -1,
 	};
 	struct hs_clocks start;
 	struct run run = {};
@@ -417,6 +459,8 @@ int hs_cmd_record(int argc, char **argv)
 	if (!o.quiet)
 		fprintf(stderr, "hopscope: recording %s (backend %s) to %s; Ctrl-C to stop\n",
 			o.cfg.netns ? o.cfg.netns : "this namespace", run.b->name, o.output);
+	if (o.ready_fd >= 0)
+		tell_ready(o.ready_fd);
 	err = record_loop(&run, &o);
 	hs_writer_free(&run.w);
 	run.b->close(run.b);

@@ -260,11 +260,18 @@ test_cli() {
 		backends=auto
 	fi
 	for be in $backends; do
+		rm -f /tmp/$be.ready
+		mkfifo /tmp/$be.ready
 		hopscope record --backend $be -n router -i r-s1 -O r-rx -q -o /tmp/$be.hsr \
-			2>/tmp/cli-$be.err &
+			--ready-fd 3 3>/tmp/$be.ready 2>/tmp/cli-$be.err &
 		eval pid_$be=$!
 	done
-	sleep 3
+	# each writes `ready` once attached; end of file instead: it failed
+	for be in $backends; do
+		read -r ready </tmp/$be.ready || ready=
+		expect cli_ready_$be "hopscope record --backend $be: ${ready:-no ready line}" \
+			"$ready" = ready
+	done
 	s=$(send 198.18.3.2 9000 2000)
 	sleep 1
 	for be in $backends; do

@@ -1,6 +1,7 @@
 """Fixtures for end-to-end tests: a namespaced testbed per test and a recorder
 running against it. Everything a test starts is torn down, also on failure."""
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -66,22 +67,31 @@ def testbed():
     assert not hs_programs(), "BPF programs left loaded"
 
 
+def start_recorder(argv, timeout=60, **kw):
+    """Popen(argv + --ready-fd), returned once the recorder says it is
+    attached: the line `ready` on the pipe; end of file means it failed."""
+    r, w = os.pipe()
+    try:
+        p = subprocess.Popen([*argv, "--ready-fd", str(w)], pass_fds=(w,), **kw)
+    finally:
+        os.close(w)
+    with os.fdopen(r, "rb") as ready:
+        line = ready.readline() if select.select([ready], [], [], timeout)[0] else b""
+    if line != b"ready\n":
+        p.kill()
+        _, err = p.communicate()
+        raise AssertionError(f"recorder did not start ({line!r}): {err}")
+    return p
+
+
 class Recorder:
     """`hopscope record` in the background; stop() sends SIGINT like Ctrl-C."""
 
     def __init__(self, out, *extra, ins="r-s1,r-s2", outs="r-rx"):
         self.out = str(out)
-        self.p = subprocess.Popen([HOPSCOPE, "record", "--netns", PREFIX + "router", "--in", ins,
-                                   "--out", outs, "-o", self.out, *extra],
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        # lines before "recording" (e.g. which backend auto chose) are kept for the summary
-        self.head = ""
-        for line in self.p.stderr:
-            self.head += line
-            if "recording" in line:
-                return
-        self.p.kill()
-        raise AssertionError("recorder did not start: " + self.head)
+        self.p = start_recorder([HOPSCOPE, "record", "--netns", PREFIX + "router", "--in", ins,
+                                 "--out", outs, "-o", self.out, *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def stop(self, timeout=30):
         if self.p.poll() is None:
@@ -92,7 +102,7 @@ class Recorder:
             self.p.kill()
             raise
         assert self.p.returncode == 0, err
-        self.summary = self.head + err
+        self.summary = err
         return self.summary
 
     def kill(self):
