@@ -13,7 +13,8 @@
 #include <net/net_namespace.h>
 #include "session.h"
 
-/* wake the reader once per tick, not once per record (FINDINGS: wakeups cost) */
+/* wake the reader once per tick, not once per record: a wakeup costs more
+ * than the probe itself (docs/measurements.md, "What probes cost") */
 static void hs_wake_fn(struct work_struct *w)
 {
 	struct hs_session *s = container_of(to_delayed_work(w), struct hs_session, wake);

@@ -96,7 +96,8 @@ int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode)
 		else if (!strcmp(mode, "native"))
 			ifc->xdp_mode = XDP_FLAGS_DRV_MODE;
 		else if (!strcmp(mode, "auto"))
-			/* native XDP moves veth receive onto NAPI: ~0.15 of the rate (FINDINGS.md) */
+			/* native XDP moves veth receive onto NAPI: it cost ~0.15 of the
+			 * forwarding rate by itself (docs/measurements.md: the floor) */
 			ifc->xdp_mode = strcmp(ifc->driver, "veth") ? XDP_FLAGS_DRV_MODE :
 								      XDP_FLAGS_SKB_MODE;
 		else {
