@@ -1,8 +1,25 @@
 #!/bin/sh
-# All tests: BPF unit tests, Python package, testbed, end to end, kernel module in QEMU.
-# pytest prints the closing summary line CI reads.
+# All tests: BPF unit tests, Python package, testbed, end to end, kernel module
+# in QEMU, installation. pytest prints the closing summary line CI reads.
+# They run with the virtualenv `make deps` made (VENV, default
+# /opt/hopscope/venv), or the Python HOPSCOPE_PYTHON names, and this tree's
+# package first on the path; build/hopscope runs the same Python.
 set -u
 cd "$(dirname "$0")/.."
 [ "$(id -u)" = 0 ] || { echo "tests need root (BPF, network namespaces)" >&2; exit 1; }
+PY=${HOPSCOPE_PYTHON:-${VENV:-/opt/hopscope/venv}/bin/python}
+[ -x "$PY" ] || command -v "$PY" >/dev/null 2>&1 || {
+	echo "tests: no $PY: run 'make deps' (or set VENV or HOPSCOPE_PYTHON)" >&2
+	exit 1
+}
+export HOPSCOPE_PYTHON="$PY"
+# a virtualenv's bin first on PATH, as if activated: a test's `python3`, and the
+# notebooks' kernel, are the same Python
+bin=$(dirname "$PY")
+[ -f "$bin/../pyvenv.cfg" ] && export PATH="$bin:$PATH"
 export PYTHONPATH="$PWD/userspace/python${PYTHONPATH:+:$PYTHONPATH}"
-exec python3 -m pytest -q -p no:cacheprovider tests "$@"
+# paths given (./tests/run.sh tests/install): those; otherwise every test
+paths=0
+for a; do case $a in -*) ;; *) [ -e "${a%%::*}" ] && paths=1 ;; esac; done
+[ "$paths" = 1 ] || set -- tests "$@"
+exec "$PY" -m pytest -q -p no:cacheprovider "$@"
