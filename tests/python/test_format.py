@@ -1,7 +1,9 @@
-"""hopscope/format.py must describe exactly the bytes include/hopscope*.h define.
+"""hopscope.record.format must describe exactly the bytes include/hopscope*.h
+define, and hopscope.record.header (generated from them) must hold exactly
+their constants and lists.
 
 A small C program compiled against the headers prints every size, offset and
-constant; each is compared with the Python mirror.
+constant; each is compared with the Python side.
 """
 import shutil
 import subprocess
@@ -10,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from hopscope.record import format as fmt
+from hopscope.record import header
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -21,25 +24,19 @@ FIELDS = {
     "hs_file_header": ["magic", "version", "record_size", "header_bytes", "endian"],
     "hs_chunk": ["magic", "type", "count", "bytes", "crc32", "reserved"],
 }
+# every integer the generated header module holds, by its C name
 CONSTANTS = {
-    "HS_FILE_VERSION": fmt.FILE_VERSION, "HS_ENDIAN_MARK": fmt.ENDIAN_MARK,
-    "HS_CHUNK_MAGIC": fmt.CHUNK_MAGIC, "HS_CHUNK_RECORDS": fmt.CHUNK_RECORDS,
-    "HS_CHUNK_FLOWS": fmt.CHUNK_FLOWS, "HS_CHUNK_COUNTERS": fmt.CHUNK_COUNTERS,
-    "HS_CHUNK_END": fmt.CHUNK_END, "HS_VERSION_MAJOR": fmt.VERSION_MAJOR,
-    "HS_VERSION_MINOR": fmt.VERSION_MINOR, "HS_NSTAGES": len(fmt.STAGE_NAMES),
-    "HS_C_NCOUNTERS": len(fmt.COUNTER_NAMES),
-    "HS_F_IPV6": fmt.F_IPV6, "HS_F_FRAGMENT": fmt.F_FRAGMENT, "HS_F_IPOPTS": fmt.F_IPOPTS,
-    "HS_F_IPV6_EXT": fmt.F_IPV6_EXT, "HS_F_VLAN": fmt.F_VLAN, "HS_F_T0_COLL": fmt.F_T0_COLL,
-    "HS_F_TRUNC": fmt.F_TRUNC, "HS_FLOW_NONE": fmt.FLOW_NONE,
-    **{f"HS_ST_{name.upper()}": value for name, value in fmt.STATUS.items()},
+    **{f"HS_{k}": v for k, v in vars(header).items() if k.isupper() and type(v) is int},
+    "HS_NSTAGES": len(fmt.STAGE_NAMES), "HS_C_NCOUNTERS": len(fmt.COUNTER_NAMES),
 }
+STRINGS = {f"HS_{k}": v for k, v in vars(header).items() if k.isupper() and type(v) is str}
+LISTS = {k[:-len("_LIST")]: v for k, v in vars(header).items() if k.endswith("_LIST")}
 DTYPES = {"hs_record": fmt.RECORD_DTYPE, "hs_flow": fmt.FLOW_DTYPE,
           "hs_file_header": fmt.FILE_HEADER_DTYPE, "hs_chunk": fmt.CHUNK_DTYPE}
 
 
 def _program():
     lines = ["#include <stdio.h>", "#include <stddef.h>", '#include "hopscope_file.h"',
-             '#include "flows.h"',  # the recorder's flow table: HS_FLOW_NONE
              "int main(void) {",
              "  static const char *stages[] = HS_STAGE_NAMES, *counters[] = HS_COUNTER_NAMES;",
              "  struct hs_record r;",
@@ -56,6 +53,10 @@ def _program():
               '  for (size_t i = 0; i < sizeof(counters) / sizeof(*counters); i++)',
               '    printf("counter %zu %s\\n", i, counters[i]);']
     lines += [f'  printf("const {c} %llu\\n", (unsigned long long)({c}));' for c in CONSTANTS]
+    lines += [f'  printf("string {c} %s\\n", {c});' for c in STRINGS]
+    for lst, entries in LISTS.items():
+        lines += [f'  printf("list {lst} HS_{i} %llu %s\\n", (unsigned long long)HS_{i}, "{n}");'
+                  for i, _, n in entries]
     lines += ["  return 0;", "}"]
     return "\n".join(lines) + "\n"
 
@@ -116,7 +117,23 @@ def test_stage_and_counter_names(c_layout):
 
 def test_constants(c_layout):
     assert {name: int(v) for name, v in _rows(c_layout, "const")} == CONSTANTS
+    assert {name: v for name, v in _rows(c_layout, "string")} == STRINGS
     assert _rows(c_layout, "magic")[0][0].encode() == fmt.FILE_MAGIC
+
+
+def test_lists_are_the_headers(c_layout):
+    """Each X-macro list: the C enum values under the same ids, the same names."""
+    c = {}
+    for lst, ident, value, name in _rows(c_layout, "list"):
+        c.setdefault(lst, []).append((ident[3:], int(value), name))
+    assert c == {lst: list(entries) for lst, entries in LISTS.items()}
+    assert set(LISTS) >= {"STAGE", "STATUS", "FLAG", "COUNTER"}
+
+
+def test_generated_header_is_up_to_date():
+    r = subprocess.run([str(ROOT / "scripts" / "gen-python-header"), "--check"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
 
 
 def test_core_stages_are_named_stages():

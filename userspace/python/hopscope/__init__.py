@@ -6,5 +6,5 @@
 from .record.load import load
 from .record.reader import RecordFile, RecordFileError, RecordFileWarning
 
-__version__ = "0.1.0"
+from .record.header import VERSION as __version__
 __all__ = ["load", "RecordFile", "RecordFileError", "RecordFileWarning", "__version__"]

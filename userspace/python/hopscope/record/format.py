@@ -1,58 +1,49 @@
-"""Layout of the record file, mirroring include/hopscope.h and include/hopscope_file.h.
-
+"""Layout of the record file. The constants and names come from the shared
+headers through header.py (generated from include/hopscope.h and
+include/hopscope_file.h); the numpy dtypes below mirror the structs, and
 tests/python/test_format.py compiles a C program against those headers and
-checks every size, offset and constant here against it.
+checks every size and offset here against it.
 """
 import numpy as np
 
+from . import header as h
+
 # hopscope_file.h
-FILE_MAGIC = b"HOPSCOPE"
-FILE_VERSION = 1
-ENDIAN_MARK = 0x01020304
-CHUNK_MAGIC = 0x4B435348  # "HSCK"
+FILE_MAGIC = h.FILE_MAGIC.encode()
+FILE_VERSION = h.FILE_VERSION
+ENDIAN_MARK = h.ENDIAN_MARK
+CHUNK_MAGIC = h.CHUNK_MAGIC
 JSON_FORMAT = "hopscope-record"  # header JSON "format"
 
-CHUNK_RECORDS = 1
-CHUNK_FLOWS = 2
-CHUNK_COUNTERS = 3
-CHUNK_END = 4
+CHUNK_RECORDS = h.CHUNK_RECORDS
+CHUNK_FLOWS = h.CHUNK_FLOWS
+CHUNK_COUNTERS = h.CHUNK_COUNTERS
+CHUNK_END = h.CHUNK_END
 CHUNK_NAMES = {CHUNK_RECORDS: "RECORDS", CHUNK_FLOWS: "FLOWS",
                CHUNK_COUNTERS: "COUNTERS", CHUNK_END: "END"}
 
 ALIGN = 8  # every part of the file is padded to this
 
 # hs_record.flow of a record whose 5-tuple did not fit the recorder's flow
-# table (userspace/flows.h); counted in the trailer's userspace.flow_overflow
-FLOW_NONE = 0xFFFFFFFF
+# table; counted in the trailer's userspace.flow_overflow
+FLOW_NONE = h.FLOW_NONE
 
 # hopscope.h
-VERSION_MAJOR = 1
-VERSION_MINOR = 0
+VERSION_MAJOR = h.VERSION_MAJOR
+VERSION_MINOR = h.VERSION_MINOR
 
-STAGE_NAMES = ("t0", "t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4")  # enum hs_stage order
+STAGE_NAMES = tuple(name for _, _, name in h.STAGE_LIST)  # enum hs_stage order
 CORE_STAGES = ("t1", "t2", "t3", "t4")
 
 # enum hs_status starts at 1; STATUS_NAMES[v - 1] names value v
-STATUS_NAMES = ("complete", "dropped", "evicted", "collision", "inflight", "other_out")
-STATUS = {name: i + 1 for i, name in enumerate(STATUS_NAMES)}
+STATUS_NAMES = tuple(name for _, _, name in h.STATUS_LIST)
+STATUS = {name: value for _, value, name in h.STATUS_LIST}
 
-F_IPV6 = 0x01
-F_FRAGMENT = 0x02
-F_IPOPTS = 0x04
-F_IPV6_EXT = 0x08
-F_VLAN = 0x10
-F_T0_COLL = 0x20
-F_TRUNC = 0x40
+# hs_record.flags bits by name (header.F_IPV6 ... by their C names)
+FLAGS = {name: value for _, value, name in h.FLAG_LIST}
+F_IPV6 = h.F_IPV6
 
-COUNTER_NAMES = (
-    "xdp_pkts", "xdp_nonip", "xdp_truncated", "xdp_vlan", "xdp_fragment",
-    "xdp_ip_options", "xdp_ipv6_ext", "xdp_meta_fail",
-    "t0_pkts", "t0_collision", "t0_map_full", "t0_miss",
-    "pre_pkts", "pre_nometa", "post_pkts", "post_nometa",
-    "out_pkts", "out_nometa", "opt_pkts", "stale", "local",
-    "complete", "dropped", "evicted", "other_out", "race",
-    "rb_fail", "rb_fail_complete", "prog_misses",
-)
+COUNTER_NAMES = tuple(name for _, _, name in h.COUNTER_LIST)
 
 
 def _struct(fields, itemsize):

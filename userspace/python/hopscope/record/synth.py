@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import format as fmt
+from . import header
 
 # (name, ifindex, role) of the synthetic router's interfaces
 _INTERFACES = (("r-s1", 2, "in"), ("r-s2", 3, "in"), ("r-rx", 4, "out"))
@@ -179,7 +180,7 @@ def _records(n, rng, stages, start_mono, rate_pps, drop_fraction, inflight, flow
     for c in (0, 1):
         sel = cpu == c
         per_cpu[sel] = np.arange(1, sel.sum() + 1, dtype=np.uint64)
-    r["seq"] = (cpu.astype(np.uint64) << np.uint64(48)) | per_cpu
+    r["seq"] = (cpu.astype(np.uint64) << np.uint64(header.SEQ_CPU_SHIFT)) | per_cpu
     r["key"] = rng.integers(0, 1 << 32, n, dtype=np.uint32)
     r["done"] = 1
     return r, flows
