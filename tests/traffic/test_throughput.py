@@ -114,14 +114,16 @@ def test_bad_options_are_refused(tmp_path):
 
 # ---- the search itself, on a simulated router (no testbed) ----
 
-def simulated(drops_above, flukes=()):
+def simulated(drops_above, flukes=(), short=(), reaches=None):
     """run_trial for search(): a router that loses packets at every rate above
-    drops_above, and a busy machine that loses one packet in the runs whose
-    index is in flukes. Records every run."""
+    drops_above, a busy machine that loses one packet in the runs whose index
+    is in flukes and holds the sender back to half the rate in those in short,
+    and a generator that sends at most reaches pps. Records every run."""
     runs = []
 
     def run_trial(cond, rate, index):
-        sent = round(rate * TRIAL_S)
+        offered = min(rate, reaches or rate) / (2 if index in short else 1)
+        sent = round(offered * TRIAL_S)
         lost = max(0, sent - round(drops_above * TRIAL_S)) + (index in flukes)
         runs.append((index, rate, lost))
         return Trial(rate, sent, sent - lost, sent / TRIAL_S, 0.1, f"{index + 1:02d}-{rate:g}pps")
@@ -162,3 +164,16 @@ def test_loss_at_the_lowest_rate_is_confirmed_too():
     pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
     assert (pps, limited_by) == (None, "loss")
     assert [r[1] for r in runs] == [HIGH, HIGH, LOW, LOW]  # each lossy rate run twice
+
+
+def test_a_sender_held_back_once_is_run_again_twice_is_a_generator_limit():
+    run_trial, runs = simulated(2000, short={2})  # the machine busy in one run
+    pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
+    assert limited_by == "loss" and 1980 <= pps <= 2000, (pps, runs)
+    t, = [t for t in trials if t.first is not None and t.lossless]
+    assert t.first.offered_pps == t.offered_pps / 2 and t.reached
+    # a generator that cannot reach the rate falls short in both runs
+    run_trial, runs = simulated(2000, reaches=1700)
+    pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
+    assert limited_by == "generator" and pps == 1700, (pps, runs)
+    assert trials[-1].first is not None and not trials[-1].first.reached

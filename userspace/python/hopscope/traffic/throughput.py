@@ -5,10 +5,11 @@ search between --min and --max to within --resolution, each trial a fresh run
 of the condition (testbed up, senders, testbed down) without the recorder.
 
 A trial that lost packets is run once more at the same rate before the loss
-is believed (RFC 2544 allows repeating a trial): the rate is lossy only if
-both runs lost packets. A router that drops at a rate drops in both; a packet
-lost once because something else on a shared machine held up the sender or
-receiver for a moment does not move the search (docs/campaigns.md).
+is believed (repeating a trial is RFC 2544 practice): the rate is lossy only
+if both runs lost packets. A router that drops at a rate drops in both; a
+packet lost once because something else on a shared machine held up the
+sender or receiver for a moment does not move the search. A trial whose
+senders fell short of the rate is run again the same way (docs/campaigns.md).
 
 Writes DIR/throughput.json (format in docs/campaigns.md; scenarios reuse it)
 and keeps each trial's folder under DIR/trials/CONDITION/.
@@ -70,7 +71,9 @@ def search(cond, lo, hi, resolution, run_trial, progress=None):
 
     run_trial(cond, rate_pps, index) -> Trial, index counting every run. A
     lossy trial is run again at the same rate, and only a second loss makes
-    the rate lossy (the returned Trial is then the repeat, its first run in
+    the rate lossy; so is a lossless one whose senders offered less than
+    REACHED of the rate, and only a second shortfall ends the search on the
+    generator (the returned Trial is then the repeat, its first run in
     .first). Returns (lossless_pps or None, limited_by, trials), one Trial per
     rate tried: limited_by is "max" when hi itself was lossless, "generator"
     when the senders could not offer a rate asked for (the result is what
@@ -90,10 +93,12 @@ def search(cond, lo, hi, resolution, run_trial, progress=None):
 
     def trial(rate):
         t = run(rate)
-        if not t.lossless and t.sent > 0:
+        if t.sent > 0 and not (t.lossless and t.reached):
             if progress:
                 progress.total += 1
-            again = run(rate, f" again ({t.sent - t.received} of {t.sent} lost)")
+            why = (f"{t.sent - t.received} of {t.sent} lost" if not t.lossless
+                   else f"offered {t.offered_pps:.0f} pps")
+            again = run(rate, f" again ({why})")
             again.first = t
             t = again
         trials.append(t)
@@ -212,7 +217,9 @@ def add_arguments(p):
                 "sent was received. A trial that lost packets is run once more at the same\n"
                 "rate, and the rate counts as lossy only if that run loses packets too: a\n"
                 "router that drops at a rate drops again, a packet lost once to a busy\n"
-                "machine does not end the search low (RFC 2544 allows repeating a trial).\n"
+                "machine does not end the search low (repeating a trial is RFC 2544\n"
+                f"practice). A trial whose senders offered under {REACHED:.0%} of the rate is run\n"
+                "again too; a second shortfall ends the search (a generator limit).\n"
                 f"Result: DIR/{FILE} (docs/campaigns.md).\n\n"
                 "example:\n"
                 "  hopscope throughput traffic/paper/type1.toml -o results/type1/ --max 100000")
