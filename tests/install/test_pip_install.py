@@ -45,9 +45,13 @@ def venv():
 
 def test_installed_package_is_whole(venv):
     py = venv[0]
-    r = run([py, "-c", "import hopscope, os; print(os.path.dirname(hopscope.__file__))"], cwd="/")
+    r = run([py, "-c", "import hopscope, os; from importlib.metadata import version; "
+                       "print(os.path.dirname(hopscope.__file__)); "
+                       "print(version('hopscope'), hopscope.__version__)"], cwd="/")
     assert r.returncode == 0, explain(r)
-    where = r.stdout.strip()
+    where, versions = r.stdout.splitlines()
+    dist, package = versions.split()
+    assert dist == package  # pyproject reads the package's own version
     assert where.startswith(os.path.dirname(os.path.dirname(py))) and "site-packages" in where
     assert package_files(os.path.dirname(where)) == package_files(SOURCE)
 
