@@ -60,14 +60,11 @@ def _flow_table(flows_per_sender):
 
 
 def _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender):
-    hooks = {"t0": {"type": "tp_btf", "name": "netif_rx"},
-             "t1": {"type": "xdp", "mode": "generic"},
-             "t_tcin": {"type": "tcx", "attach": "ingress"},
-             "t2": {"type": "netfilter", "hook": "PRE_ROUTING", "priority": -2147483647},
-             "t_fwd": {"type": "netfilter", "hook": "FORWARD", "priority": 0},
-             "t3": {"type": "netfilter", "hook": "POST_ROUTING", "priority": 2147483646},
-             "t_tceg": {"type": "tcx", "attach": "egress"},
-             "t4": {"type": "tp_btf", "name": "net_dev_start_xmit"}}
+    first, last = -2147483647, 2147483646  # the eBPF backend's netfilter priorities
+    hooks = {"t0": ("tp_btf/netif_rx", None), "t1": ("xdp", None),
+             "t_tcin": ("tcx/ingress", None), "t2": ("netfilter/PRE_ROUTING", first),
+             "t_fwd": ("netfilter/FORWARD", first), "t3": ("netfilter/POST_ROUTING", last),
+             "t_tceg": ("tcx/egress", None), "t4": ("tp_btf/net_dev_start_xmit", None)}
     return {
         "format": fmt.JSON_FORMAT,
         "version": fmt.FILE_VERSION,
@@ -92,7 +89,8 @@ def _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender):
              "coalesce": None}
             for name, ifindex, role in _INTERFACES],
         "stages": list(stages),
-        "hooks": {s: hooks[s] for s in stages},
+        "hooks": [{"stage": s, "hook": hooks[s][0], "priority": hooks[s][1], "backend": "ebpf"}
+                  for s in stages],
         "slots_per_cpu": 4096,
         "ringbuf_bytes": 16 << 20,
         "counter_names": list(fmt.COUNTER_NAMES),

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 
+from ..record.hooks import hooks
 from ..record.load import load
 
 
@@ -53,6 +54,7 @@ def describe(df):
         detail = ", ".join(detail)
         out.append(("interface", f"{i.get('name', '?')} ({i.get('role', '?')}): {detail}"))
     out.append(("stages", " ".join(h.get("stages") or ())))
+    out += [("hook", str(k)) for k in hooks(h)]
     if len(df):
         t1 = df["t1"][df["t1"] > 0]
         span = (t1.max() - t1.min()) / 1e9 if len(t1) else 0

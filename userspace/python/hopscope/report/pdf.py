@@ -10,6 +10,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from ..analysis.run import analyse
 from ..analysis.stats import STAGES
+from ..record.hooks import hooks
 from ..record.load import load
 from . import figures as fig
 from .page import PAGE, plt
@@ -101,6 +102,7 @@ def _summary(f, label, df, a):
         f"backend {h.get('backend', '?')}   stages {', '.join(h.get('stages') or ())}   "
         f"host {h.get('hostname', '?')}",
         f"interfaces: {ifs}",
+        "hooks: " + ("; ".join(map(str, hooks(h))) or "not recorded"),
         f"records {a.packets}: " + ", ".join(f"{s} {int(n)}" for s, n in status.items() if n),
     ]
     if df.attrs.get("problems"):
