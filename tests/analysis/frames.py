@@ -13,12 +13,12 @@ BIG = 10**15  # a monotonic clock of a machine up ~12 days: far beyond float64's
 
 
 def frame(t1, t2, t3, t4, status=None, *, t0=None, tos=None, ip_len=None, drop_stage=None,
-          drop_reason=None, flow=None, counters=None, base=BIG):
+          drop_reason=None, flow=None, flags=None, counters=None, base=BIG):
     """A run from per-packet stage times in ns after base (None = not seen).
 
     status defaults to complete for packets seen at all four stages, else
     inflight. drop_stage: stage names (or None) per packet. flow: flow ids
-    (default: all one flow).
+    (default: all one flow). flags: hs_record.flags per packet (default 0).
     """
     times = {"t1": t1, "t2": t2, "t3": t3, "t4": t4}
     if t0 is not None:
@@ -42,6 +42,7 @@ def frame(t1, t2, t3, t4, status=None, *, t0=None, tos=None, ip_len=None, drop_s
     cols["dscp"] = cols["tos"] >> 2
     cols["ip_len"] = np.array(ip_len or [100] * n, np.uint16)
     cols["flow"] = np.array(flow or [0] * n, np.uint32)
+    cols["flags"] = np.array(flags or [0] * n, np.uint8)
     df = pd.DataFrame(cols)
     df.attrs.update(header={}, trailer=None, problems=[], truncated=False,
                     counters=None if counters is None else {"counters": counters})

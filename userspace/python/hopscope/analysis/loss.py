@@ -55,7 +55,7 @@ def loss_table(df):
     for (stage, reason), n in counts[counts > 0].items():  # categories never seen give 0
         rows.append(("router", _name(stage), "dropped by the kernel", int(reason),
                      names.get(str(int(reason)), f"reason {int(reason)}"), int(n)))
-    stuck = _overtaken(df)
+    stuck = _t4_unseen(df)
     rows += _status_rows(df, (status == "inflight").to_numpy() & stuck,
                          "tracer", "t4 not seen: a later packet of its flow left")
     for name, (source, what) in _STATUS_ROWS.items():
@@ -71,22 +71,14 @@ def loss_table(df):
     return out
 
 
-# A flow keeps its order through the router (one RPS CPU, one FIFO or per-flow
-# qdisc queue): a packet still "inside" at the stop after a later packet of its
-# flow left was not inside; its t4 went unseen (README: Known limits).
-# build/hopscope record's summary counts the same.
-NO_FLOW = 0xFFFFFFFF  # flow table full: no flow to compare with
-
-
-def _overtaken(df):
-    """Rows whose flow has a complete packet that arrived (t1) after them."""
-    if not len(df) or "flow" not in df.columns:
+def _t4_unseen(df):
+    """Rows the recorder judged lost by the tracer: still "inside" at the stop
+    although a later packet of their flow had left (docs/record-format.md,
+    HS_F_T4_UNSEEN). Files older than that verdict never set the bit: their
+    inflight records read as still inside."""
+    if "flags" not in df.columns:
         return np.zeros(len(df), bool)
-    flow = df["flow"].to_numpy()
-    t1 = df["t1"].to_numpy()
-    done = (df["status"] == "complete").to_numpy() & (flow != NO_FLOW)
-    last = pd.Series(t1[done]).groupby(flow[done]).max()
-    return last.reindex(flow, fill_value=0).to_numpy() > t1
+    return (df["flags"].to_numpy() & fmt.FLAGS["t4_unseen"]) != 0
 
 
 def _status_rows(df, sel, source, what):
