@@ -11,7 +11,7 @@ SCENARIO=traffic/examples/demo.toml
 RUN="$OUT/demo"
 rm -rf "$RUN"
 build/hopscope scenario run "$SCENARIO" -o "$OUT" --prefix "${HS_PREFIX:-demo-}"
-PYTHONPATH=userspace/python python3 - "$RUN" <<'PY'
+PYTHONPATH=userspace/python "${HOPSCOPE_PYTHON:-${VENV:-/opt/hopscope/venv}/bin/python}" - "$RUN" <<'PY'
 import os
 import sys
 

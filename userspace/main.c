@@ -4,7 +4,7 @@
  * shared record layout for the Python tests; every other command (export,
  * report, campaign, ...) belongs to the Python package and is handed to it.
  * --help lists both halves: the native commands from the table below, the
- * Python ones as `python3 -m hopscope --commands` lists them, so neither list
+ * Python ones as `python -m hopscope --commands` lists them, so neither list
  * is typed twice.
  */
 #include <errno.h>
@@ -47,7 +47,7 @@ static const struct native *native(const char *name)
 }
 
 /*
- * The Python half's commands, as `python3 -m hopscope --commands` prints them:
+ * The Python half's commands, as `python -m hopscope --commands` prints them:
  * one `NAME<TAB>SUMMARY` line each. Runs it through hs_exec_python (same
  * package, same interpreter as the commands themselves) in a child whose
  * stdout is a pipe; returns how many it listed.
@@ -92,7 +92,7 @@ static int python_commands(FILE *f)
 		*tab = 0;
 		if (native(line))	/* ours: listed above */
 			continue;
-		fprintf(f, "  %-11s%s\n", line, tab + 1);
+		fprintf(f, "  %-12s%s\n", line, tab + 1);
 		n++;
 	}
 	if (in)
@@ -108,10 +108,10 @@ static void usage(FILE *f)
 {
 	fprintf(f, "Usage: hopscope COMMAND [OPTIONS]\n\n");
 	for (size_t i = 0; i < NNATIVES; i++)
-		fprintf(f, "  %-11s%s\n", natives[i].name, natives[i].summary);
+		fprintf(f, "  %-12s%s\n", natives[i].name, natives[i].summary);
 	if (!python_commands(f))
-		fprintf(f, "  (the analysis commands belong to the Python package, which did not\n"
-			"   list them: `python3 -m hopscope --commands` failed)\n");
+		fprintf(f, "  (the analysis commands belong to the Python package, which could\n"
+			"   not run to list them: run `make deps`; docs/install.md)\n");
 	fprintf(f,
 		"\n"
 		"`hopscope COMMAND --help` tells more.\n"
