@@ -1,8 +1,12 @@
 #!/usr/bin/env python3
-"""Keep one CPU for the router: move every other task off it, and back.
+"""Keep CPUs for the testbed: move every other task off them, and back.
 
-  shield.py on CPU STATE    move tasks allowed on CPU and elsewhere off CPU;
-                            remember each one's affinity in STATE (appends)
+  shield.py on CPUS STATE [--softirq-first CPU]
+                            move tasks allowed on CPUS (a list: 1 or 0,1) and
+                            elsewhere off CPUS; remember each one's affinity
+                            in STATE (appends). --softirq-first: CPU's
+                            ksoftirqd to SCHED_FIFO 1, ahead of the tasks
+                            that share that CPU (remembered too)
   shield.py off STATE       give them back the affinity they had, unless it
                             was changed meanwhile; remove STATE
 
@@ -10,7 +14,17 @@ testbed.sh up calls it with the CPU that forwards (in --mode inline the
 senders' CPU too). Why: on the 6.18 VM this was built on, BPF tracepoint
 programs were skipped for packets that CPU transmitted while another
 process's task was the interrupted one (README, Known limits); a router
-machine runs nothing else on its forwarding CPU either. Tasks pinned to CPU
+machine runs nothing else on its forwarding CPU either.
+
+With --shield senders (runs that record nothing: hopscope throughput) it
+keeps the senders' CPU instead (and the router's when a CPU is left for the
+rest): a D-ITG sender busy-polls its gaps, and beside two CPU-bound tasks on
+its CPU it sent 30 % of the rate asked. With two CPUs everything else then
+shares the router's, and --softirq-first keeps the router's softirq work
+(forwarding, the shaper's dequeue) ahead of it: deferred to ksoftirqd at
+normal priority beside two CPU-bound tasks, a TBF at 2000 pps sent 160
+packets fewer in 2 s than its rate (1 run in 25), none with ksoftirqd at
+SCHED_FIFO 1 (0 in 25). Tasks pinned to CPU
 alone (the NAPI threads of --mode napi, a receiver started with taskset) stay;
 per-CPU kernel threads cannot move and are counted. The unbound-workqueue
 mask is narrowed too, so the kernel's own unbound workers follow.
@@ -69,21 +83,42 @@ def parse_hex_mask(text):
     return {c for c in range(value.bit_length()) if value >> c & 1}
 
 
-def narrow_workqueues(cpu, saved):
+def narrow_workqueues(cpus, saved):
     """Returns the line to remember, or None if the mask was left alone."""
     try:
         with open(WQ_MASK) as f:
             old = parse_hex_mask(f.read())
-        if cpu not in old or len(old) < 2 or any(line.startswith("wq ") for line in saved):
+        new = old - cpus
+        if new == old or not new or any(line.startswith("wq ") for line in saved):
             return None
         with open(WQ_MASK, "w") as f:
-            f.write(hex_mask(old - {cpu}))
+            f.write(hex_mask(new))
     except OSError:
         return None
-    return f"wq {cpulist(old)} {cpulist(old - {cpu})}"
+    return f"wq {cpulist(old)} {cpulist(new)}"
 
 
-def shield_on(cpu, state):
+def softirq_first(cpu, saved):
+    """CPU's ksoftirqd to SCHED_FIFO 1; the line to remember, or None if it
+    was not at SCHED_OTHER (already raised, by us or someone)."""
+    if any(line.startswith("fifo ") for line in saved):
+        return None
+    for tid in tasks():
+        try:
+            with open(f"/proc/{tid}/comm") as f:
+                if f.read().strip() != f"ksoftirqd/{cpu}":
+                    continue
+            if os.sched_getscheduler(tid) != os.SCHED_OTHER:
+                return None
+            stamp = start_time(tid)
+            os.sched_setscheduler(tid, os.SCHED_FIFO, os.sched_param(1))
+        except (ProcessLookupError, FileNotFoundError):
+            continue
+        return f"fifo {tid} {stamp}"
+    return None
+
+
+def shield_on(cpus, state, softirq_cpu=None):
     saved = []
     if os.path.exists(state):
         with open(state) as f:
@@ -98,10 +133,10 @@ def shield_on(cpu, state):
                 continue
             try:
                 allowed = os.sched_getaffinity(tid)
-                if cpu not in allowed or len(allowed) < 2:
-                    continue
+                if not allowed & cpus or not allowed - cpus:
+                    continue    # not on them, or pinned to them on purpose
                 stamp = start_time(tid)
-                os.sched_setaffinity(tid, allowed - {cpu})
+                os.sched_setaffinity(tid, allowed - cpus)
             except ProcessLookupError:
                 vanished += 1
                 continue
@@ -112,16 +147,20 @@ def shield_on(cpu, state):
                 known.add(str(tid))
                 continue
             known.add(str(tid))
-            fresh.append(f"{tid} {stamp} {cpulist(allowed)} {cpulist(allowed - {cpu})}")
+            fresh.append(f"{tid} {stamp} {cpulist(allowed)} {cpulist(allowed - cpus)}")
             moved += 1
-    wq = narrow_workqueues(cpu, saved)
+    wq = narrow_workqueues(cpus, saved)
     if wq:
         fresh.append(wq)
+    fifo = softirq_first(softirq_cpu, saved) if softirq_cpu is not None else None
+    if fifo:
+        fresh.append(fifo)
     with open(state, "a") as f:
         f.writelines(line + "\n" for line in fresh)
-    print(f"moved {moved} tasks off CPU {cpu}"
+    print(f"moved {moved} tasks off CPU {cpulist(cpus)}"
           f"{'' if not wq else ' and the unbound workqueues'}; "
-          f"{pinned} that cannot move (per-CPU kernel threads) stay")
+          f"{pinned} that cannot move (per-CPU kernel threads) stay"
+          + (f"; ksoftirqd/{softirq_cpu} at SCHED_FIFO 1" if fifo else ""))
 
 
 def shield_off(state):
@@ -133,6 +172,19 @@ def shield_off(state):
     restored = changed = 0
     for line in saved:
         fields = line.split()
+        if fields[0] == "fifo":
+            tid, stamp = int(fields[1]), fields[2]
+            try:
+                if start_time(tid) != stamp:
+                    continue
+                if (os.sched_getscheduler(tid) == os.SCHED_FIFO
+                        and os.sched_getparam(tid).sched_priority == 1):
+                    os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                else:
+                    changed += 1
+            except (ProcessLookupError, FileNotFoundError):
+                pass
+            continue
         if fields[0] == "wq":
             try:
                 with open(WQ_MASK) as f:
@@ -163,12 +215,13 @@ def shield_off(state):
 
 
 def main(argv):
-    if len(argv) == 3 and argv[0] == "on" and argv[1].isdigit():
-        shield_on(int(argv[1]), argv[2])
+    if (len(argv) in (3, 5) and argv[0] == "on" and argv[1].replace(",", "").isdigit()
+            and (len(argv) == 3 or (argv[3] == "--softirq-first" and argv[4].isdigit()))):
+        shield_on(parse_cpulist(argv[1]), argv[2], int(argv[4]) if len(argv) == 5 else None)
     elif len(argv) == 2 and argv[0] == "off":
         shield_off(argv[1])
     else:
-        sys.exit("usage: shield.py on CPU STATE | off STATE")
+        sys.exit("usage: shield.py on CPUS STATE [--softirq-first CPU] | off STATE")
 
 
 if __name__ == "__main__":

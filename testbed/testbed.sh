@@ -81,6 +81,12 @@ Options for up:
                 senders' too); by default up moves every task that may run
                 elsewhere off it (testbed/shield.py), and the last testbed
                 down moves them back
+  --shield router|senders
+                which CPU the shield keeps: the router's (default), or the
+                senders' (and the router's too when a CPU is left for all
+                else; if not, the router CPU's ksoftirqd runs at SCHED_FIFO
+                1): for runs that record nothing, where a generator sharing
+                its CPU sends less than asked (hopscope throughput)
 
 Environment:
   HS_PREFIX     prefix of the namespace names (default empty); give each
@@ -170,7 +176,7 @@ parse_shape() {
 }
 
 parse_up_options() {
-	MODE=rps SHAPE=none SINK=0 SHIELD=1
+	MODE=rps SHAPE=none SINK=0 SHIELD=1 SHIELD_FOR=router
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--mode)
@@ -194,12 +200,21 @@ parse_up_options() {
 			SHIELD=0
 			shift
 			;;
+		--shield)
+			[ $# -ge 2 ] || hs_die "--shield needs a value: router or senders"
+			case $2 in
+			router | senders) SHIELD=1 SHIELD_FOR=$2 ;;
+			*) hs_die "--shield '$2': expected router or senders" ;;
+			esac
+			shift 2
+			;;
 		*) hs_die "up: unknown option '$1' (see ${0##*/} help)" ;;
 		esac
 	done
 	OPTIONS="--mode $MODE --shape $SHAPE"
 	[ "$SINK" = 0 ] || OPTIONS+=" --sink"
 	[ "$SHIELD" = 1 ] || OPTIONS+=" --no-shield"
+	[ "$SHIELD" = 0 ] || [ "$SHIELD_FOR" = router ] || OPTIONS+=" --shield $SHIELD_FOR"
 }
 
 # ---- what the testbed is made of ---------------------------------------------
@@ -246,6 +261,17 @@ plan_cpus() {
 		CPU_ROUTER=0
 	else
 		CPU_ROUTER=$last
+	fi
+	# The CPUs the shield keeps. The senders' (--shield senders) means the
+	# rest of the machine shares the router's CPU when there are only two:
+	# its forwarding runs in softirq, which preempts any task, while a
+	# generator that shares its CPU sends less than asked.
+	SHIELD_CPUS=()
+	if [ "$SHIELD" = 1 ] && [ "$SHIELD_FOR" = senders ]; then
+		SHIELD_CPUS=("$CPU_SENDER")
+		[ "$CPU_ROUTER" = "$CPU_SENDER" ] || [ "$n" -lt 3 ] || SHIELD_CPUS+=("$CPU_ROUTER")
+	elif [ "$SHIELD" = 1 ]; then
+		SHIELD_CPUS=("$CPU_ROUTER")
 	fi
 }
 
@@ -428,10 +454,14 @@ restore_buffers() {
 SHIELD_STATE=$HS_STATE_DIR/shield-saved
 
 set_shield() {
-	local out
+	local out cpus
 	[ "$SHIELD" = 1 ] || return 0
-	out=$(python3 "$here/shield.py" on "$CPU_ROUTER" "$SHIELD_STATE") ||
-		hs_die "could not move other tasks off CPU $CPU_ROUTER (see above); --no-shield leaves them"
+	cpus=$(IFS=,; echo "${SHIELD_CPUS[*]}")
+	# the senders' CPU kept: whatever else runs may share the router's, so
+	# its softirq work (forwarding, the shaper) goes first (shield.py says why)
+	[[ ",$cpus," == *",$CPU_ROUTER,"* ]] || set -- --softirq-first "$CPU_ROUTER"
+	out=$(python3 "$here/shield.py" on "$cpus" "$SHIELD_STATE" "$@") ||
+		hs_die "could not move other tasks off CPU $cpus (see above); --no-shield leaves them"
 	say "shield: $out"
 }
 
@@ -504,6 +534,8 @@ write_state() {
 			CPU_ROUTER "$CPU_ROUTER" \
 			CPU_RECEIVER "$CPU_RECEIVER" \
 			SHIELD "$SHIELD" \
+			SHIELD_FOR "$SHIELD_FOR" \
+			SHIELD_CPUS "${SHIELD_CPUS[*]}" \
 			NAPI_PIDS "${NAPI_PIDS:-}" \
 			RCVBUF_BYTES "$BUF_BYTES" \
 			RCVBUF_SCOPE "$BUF_SCOPE"
@@ -634,7 +666,7 @@ problems() {
 			{ echo "NAPI thread $pid is not pinned to CPU $HS_TB_CPU_ROUTER (${got:-gone})"; n=$((n + 1)); }
 	done
 	[ "$HS_TB_SHIELD" != 1 ] || [ -e "$SHIELD_STATE" ] ||
-		{ echo "no shield on CPU $HS_TB_CPU_ROUTER ($SHIELD_STATE is gone)"; n=$((n + 1)); }
+		{ echo "no shield on CPU ${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER} ($SHIELD_STATE is gone)"; n=$((n + 1)); }
 	if [ "$HS_TB_SHAPE" != none ]; then
 		got=$(tc -n "$rt" qdisc show dev "$ROUTER_OUT")
 		[[ $got == "qdisc ${HS_TB_SHAPE%%:*} 1: root"* ]] ||
@@ -671,7 +703,7 @@ show_namespace() {
 }
 
 cmd_status() {
-	local role ns found=()
+	local role ns found=() cpus
 	if [ "${1:-}" = --json ] && [ $# = 1 ]; then
 		status_json
 		return
@@ -688,7 +720,9 @@ cmd_status() {
 	echo "CPUs: sender $HS_TB_CPU_SENDER, router $HS_TB_CPU_ROUTER, receiver $HS_TB_CPU_RECEIVER;" \
 		"router netns inode $HS_TB_ROUTER_NETNS_INODE; state $(hs_state_file)"
 	if [ "$HS_TB_SHIELD" = 1 ] && [ -e "$SHIELD_STATE" ]; then
-		echo "shield: CPU $HS_TB_CPU_ROUTER kept for the router; $(grep -c '^[0-9]' "$SHIELD_STATE") tasks moved off it"
+		cpus=${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER}
+		echo "shield: CPU ${cpus// /,} kept for the ${HS_TB_SHIELD_FOR:-router};" \
+			"$(grep -c '^[0-9]' "$SHIELD_STATE") tasks moved off it"
 	fi
 	echo "receiver socket buffers ($HS_TB_RCVBUF_SCOPE):" \
 		"rmem_default $(hs_in "$HS_TB_NS_RECEIVER" cat /proc/sys/net/core/rmem_default)," \
@@ -728,6 +762,8 @@ layout_json() {
 	jq -n --arg prefix "$HS_PREFIX" --arg options "$OPTIONS" --arg mode "$MODE" \
 		--arg shape "$SHAPE" --argjson sink "$([ "$SINK" = 1 ] && echo true || echo false)" \
 		--argjson shield "$([ "$SHIELD" = 1 ] && echo true || echo false)" \
+		--arg shield_for "$([ "$SHIELD" = 1 ] && echo "$SHIELD_FOR")" \
+		--arg shield_cpus "${SHIELD_CPUS[*]}" \
 		--argjson up "$up" --arg inode "$inode" --arg napi "$napi" \
 		--arg roles "$roles" --arg senders "$senders" --arg state "$(hs_state_file)" \
 		--argjson cpu_sender "$CPU_SENDER" --argjson cpu_router "$CPU_ROUTER" \
@@ -743,6 +779,8 @@ layout_json() {
 		| [range(0; $nlinks) | $l[. * 9:. * 9 + 9]] as $links
 		| {format: "hopscope-testbed/1", prefix: $prefix, up: $up,
 		   options: $options, mode: $mode, shape: $shape, sink: $sink, shield: $shield,
+		   shield_for: (if $shield_for == "" then null else $shield_for end),
+		   shield_cpus: ($shield_cpus | split(" ") | map(select(. != "") | tonumber)),
 		   namespaces: ($roles | lines | map({key: ., value: ($prefix + .)}) | from_entries),
 		   senders: ($senders | lines),
 		   interfaces: (
@@ -787,7 +825,9 @@ status_json() {
 		return 1
 	fi
 	OPTIONS=$HS_TB_OPTIONS MODE=$HS_TB_MODE SHAPE=$HS_TB_SHAPE SINK=$HS_TB_SINK
-	SHIELD=$HS_TB_SHIELD CPU_SENDER=$HS_TB_CPU_SENDER CPU_ROUTER=$HS_TB_CPU_ROUTER
+	SHIELD=$HS_TB_SHIELD SHIELD_FOR=${HS_TB_SHIELD_FOR:-router}	# :- state from before --shield
+	read -r -a SHIELD_CPUS <<<"${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER}"
+	CPU_SENDER=$HS_TB_CPU_SENDER CPU_ROUTER=$HS_TB_CPU_ROUTER
 	CPU_RECEIVER=$HS_TB_CPU_RECEIVER NCPU=$(getconf _NPROCESSORS_ONLN)
 	while IFS= read -r line; do
 		[ -z "$line" ] || out+=("$line")

@@ -328,6 +328,7 @@ def test_layout_json_plans_without_making_anything():
     (["--shape", "tbf:10mbit:3"], "limit '3'"),
     (["--shape", "red:10mbit"], "expected none, tbf"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
+    (["--shield", "receiver"], "--shield 'receiver': expected router or senders"),
 ])
 def test_bad_option_is_refused_before_anything_is_made(args, message):
     r = run([str(TESTBED), "up", *args])
@@ -435,6 +436,47 @@ def test_shield_keeps_the_router_cpu_and_gives_it_back(sleepers, mode, router):
         assert os.sched_getaffinity(os.getpid()) == every
         assert os.sched_getaffinity(repinned) == {router}
         assert WQ_MASK.read_text() == wq
+        assert not (STATE_DIR / "shield-saved").exists()
+    finally:
+        run([str(TESTBED), "down"])
+
+
+def ksoftirqd(cpu):
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if Path(f"/proc/{pid}/comm").read_text().strip() == f"ksoftirqd/{cpu}":
+                return int(pid)
+        except OSError:
+            pass
+    raise AssertionError(f"no ksoftirqd/{cpu}")
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
+def test_shield_senders_keeps_the_senders_cpu_and_gives_it_back(sleepers):
+    """--shield senders (throughput trials): CPU0 kept for the senders, the
+    router's too when a CPU is left for the rest; with two CPUs the router's
+    ksoftirqd goes first on the CPU everything else then shares."""
+    shield_free()
+    n, router = os.cpu_count(), os.cpu_count() - 1
+    every = set(range(n))
+    kept = {0} if n < 3 else {0, router}
+    free, pinned = sleepers(every), sleepers({0})
+    ks = ksoftirqd(router)
+    assert os.sched_getscheduler(ks) == os.SCHED_OTHER
+    try:
+        out = tb("up", "--shield", "senders")
+        assert "shield: moved" in out
+        assert state()["HS_TB_SHIELD_FOR"] == "senders"
+        assert os.sched_getaffinity(free) == every - kept
+        assert os.sched_getaffinity(pinned) == {0}     # placed there on purpose
+        assert (os.sched_getscheduler(ks) == os.SCHED_FIFO) == (n < 3)
+        doc = json.loads(tb("status", "--json"))
+        assert doc["shield_for"] == "senders" and doc["shield_cpus"] == sorted(kept)
+        assert doc["options"] == "--mode rps --shape none --shield senders"
+        assert "CPU 0" in tb("status") and "kept for the senders" in tb("status")
+        tb("down")
+        assert os.sched_getaffinity(free) == every
+        assert os.sched_getscheduler(ks) == os.SCHED_OTHER
         assert not (STATE_DIR / "shield-saved").exists()
     finally:
         run([str(TESTBED), "down"])
