@@ -92,6 +92,8 @@ def test_lossless_rate_is_just_below_the_shapers(search):
     assert f"lossless throughput {result['lossless_pps']:g} pps" in err
     runs = [a["folder"] for t in trials for a in t.get("attempts", [t])]
     assert sorted(os.listdir(out / "trials" / name)) == sorted(runs)  # one folder per run
+    with open(out / "trials" / name / runs[0] / "metadata.json") as f:
+        assert json.load(f)["testbed"]["shield_for"] == "senders"  # the generator's CPU kept
 
     # a scenario reuses it: rate = "lossless*F" is F x the rate found
     reuse = out.parent / "reuse.toml"

@@ -21,7 +21,7 @@ from .collect import collect
 from .counters import Counters
 from .generators import ditg, iperf
 from .result import RunError
-from .testbed import ROOT, TESTBED, TestbedError, address, interface, layout
+from .testbed import ROOT, TESTBED, TestbedError, address, interface, layout, up_options
 
 HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
 FORMAT = "hopscope-run/1"
@@ -109,11 +109,8 @@ class _Run:
         with open(self.path("scenario.toml"), "w") as f:
             f.write(cond.source_text)
         self.testbed("down")  # what an interrupted run with this prefix left
-        tb = cond.testbed
         self.up = True
-        self.testbed("up", "--mode", tb["mode"], "--shape", tb["shape"],
-                     *(["--sink"] if tb["sink"] else []),
-                     *([] if tb["shield"] else ["--no-shield"]))
+        self.testbed("up", *up_options(**cond.testbed))
         try:
             self.lay = layout(self.prefix, live=True)
         except TestbedError as e:

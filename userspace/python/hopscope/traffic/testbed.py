@@ -22,13 +22,27 @@ class TestbedError(Exception):
     """testbed.sh refused (bad options, not up, not healthy); the message says why."""
 
 
+def up_options(mode="rps", shape="none", sink=False, shield=True):
+    """testbed.sh up's options for a scenario's [testbed] (its keys): shield
+    True keeps the router's CPU, "senders" the senders' (--shield senders),
+    False none."""
+    args = ["--mode", mode, "--shape", shape]
+    args += ["--sink"] if sink else []
+    if shield is False:
+        args += ["--no-shield"]
+    elif shield not in (True, "router"):
+        args += ["--shield", shield]
+    return args
+
+
 def layout(prefix="", *, live=False, mode="rps", shape="none", sink=False, shield=True):
     """The testbed's layout as a dict (a fresh copy; change it freely).
 
-    live=False: what `testbed.sh up` with these options would make (nothing is
-    made; cached per prefix and options). live=True: the testbed up now under
-    prefix, with its router netns inode and problems (read anew each call; the
-    options are ignored); TestbedError unless it is up and healthy."""
+    live=False: what `testbed.sh up` with these options (up_options) would
+    make (nothing is made; cached per prefix and options). live=True: the
+    testbed up now under prefix, with its router netns inode and problems
+    (read anew each call; the options are ignored); TestbedError unless it is
+    up and healthy."""
     if live:
         doc = _json(prefix, "status", "--json")
         if not doc.get("up"):
@@ -37,15 +51,12 @@ def layout(prefix="", *, live=False, mode="rps", shape="none", sink=False, shiel
             raise TestbedError(f"the testbed {prefix!r} is up but not healthy: "
                                + "; ".join(doc.get("problems") or ()))
         return doc
-    return json.loads(_planned(prefix, mode, shape, bool(sink), bool(shield)))
+    return json.loads(_planned(prefix, tuple(up_options(mode, shape, sink, shield))))
 
 
 @functools.lru_cache(maxsize=None)
-def _planned(prefix, mode, shape, sink, shield):
-    args = ["layout", "--json", "--mode", mode, "--shape", shape]
-    args += ["--sink"] if sink else []
-    args += [] if shield else ["--no-shield"]
-    return json.dumps(_json(prefix, *args, check=True))
+def _planned(prefix, options):
+    return json.dumps(_json(prefix, "layout", "--json", *options, check=True))
 
 
 def _json(prefix, *args, check=False):

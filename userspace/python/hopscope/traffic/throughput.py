@@ -20,7 +20,7 @@ import os
 import shutil
 import sys
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from .generators import REACHED
 from .progress import Progress
@@ -128,8 +128,14 @@ def search(cond, lo, hi, resolution, run_trial, progress=None):
 
 
 def trial_runner(outdir, prefix, trial_seconds):
-    """run_trial for search(): one run of the condition at a rate, in its own folder."""
+    """run_trial for search(): one run of the condition at a rate, in its own
+    folder. A trial records nothing, so its shield keeps the senders' CPU
+    rather than the router's (testbed.sh --shield senders; with two CPUs all
+    else shares the router's): the router forwards in softirq, which preempts
+    other tasks, while a generator sharing its CPU sends less than asked."""
     def run_trial(cond, rate, index):
+        if cond.testbed["shield"] is True:
+            cond = replace(cond, testbed={**cond.testbed, "shield": "senders"})
         name = f"{index + 1:02d}-{rate:g}pps"
         folder = os.path.join(outdir, "trials", cond.name, name)
         shutil.rmtree(folder, ignore_errors=True)
