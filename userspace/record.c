@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,11 +99,22 @@ static int optional_stage(const char *name)
 	return -1;
 }
 
+/* a comma list with at least one name and no empty one ("a,,b", ",a", "a,") */
+static int has_name(const char *list)
+{
+	size_t n = strlen(list);
+
+	return n && list[0] != ',' && list[n - 1] != ',' && !strstr(list, ",,");
+}
+
 static int parse_stages(const char *arg, uint32_t *stages)
 {
-	char *copy = strdup(arg), *save = NULL, *tok;
+	char *copy, *save = NULL, *tok;
 	int err = 0;
 
+	if (!has_name(arg))
+		return -EINVAL;
+	copy = strdup(arg);
 	if (!copy)
 		return -ENOMEM;
 	for (tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
@@ -129,26 +141,43 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'n': o->cfg.netns = arg; break;
-	case 'i': o->in = arg; break;
-	case 'O': o->out = arg; break;
+	case 'i':
+	case 'O':
+		if (!has_name(arg))
+			argp_error(state, "--%s takes interface names separated by commas, not '%s'",
+				   key == 'i' ? "in" : "out", arg);
+		if (key == 'i')
+			o->in = arg;
+		else
+			o->out = arg;
+		break;
 	case 'o': o->output = arg; break;
 	case 'q': o->quiet = 1; break;
 	case 'v': o->cfg.verbose = 1; break;
 	case 'd':
+		errno = 0;
 		o->duration = strtod(arg, &end);
-		if (*end || o->duration <= 0)
-			argp_error(state, "--duration must be a positive number of seconds");
+		/* isfinite: strtod takes "nan", "inf" and 1e999 (ERANGE) too */
+		if (end == arg || *end || errno || !isfinite(o->duration) || o->duration <= 0)
+			argp_error(state, "--duration must be a positive, finite number of "
+				   "seconds, not '%s'", arg);
 		break;
 	case 'c':
+		/* strtoull takes "-1" (as 2^64-1), leading blanks and overflow (ERANGE) */
+		errno = 0;
 		o->count = strtoull(arg, &end, 10);
-		if (*end || !o->count)
-			argp_error(state, "--count must be a positive integer");
+		if (arg[0] < '0' || arg[0] > '9' || *end || errno || !o->count)
+			argp_error(state, "--count must be a positive integer, not '%s'", arg);
 		break;
 	case OPT_STAGES:
 		if (parse_stages(arg, &o->cfg.stages))
 			argp_error(state, "--stages takes t0,tcin,fwd,tceg or all, not '%s'", arg);
 		break;
-	case OPT_XDP: o->xdp_mode = arg; break;
+	case OPT_XDP:
+		if (strcmp(arg, "auto") && strcmp(arg, "native") && strcmp(arg, "generic"))
+			argp_error(state, "--xdp-mode must be auto, native or generic, not '%s'", arg);
+		o->xdp_mode = arg;
+		break;
 	case OPT_SLOTS: {
 		unsigned long n = strtoul(arg, &end, 10);
 

@@ -1,0 +1,105 @@
+"""`hopscope record` refuses bad values before it touches anything (exit 2,
+a message naming the option), and text from the machine never reaches a
+shell: an interface name full of shell syntax is only ever an argument."""
+import json
+import os
+import subprocess
+
+import pytest
+
+from conftest import HOPSCOPE, sh
+
+NS = "hst-rt-inj"
+
+
+def record(*args, **kw):
+    return subprocess.run([HOPSCOPE, "record", *args], capture_output=True, text=True,
+                          timeout=60, **kw)
+
+
+BASE = ["--in", "a", "--out", "b", "-o", "/nonexistent/never.hsr"]
+
+
+@pytest.mark.parametrize("args, option", [
+    (["--duration=nan"], "--duration"),
+    (["--duration=inf"], "--duration"),
+    (["--duration=-inf"], "--duration"),
+    (["--duration=1e999"], "--duration"),
+    (["--duration=0"], "--duration"),
+    (["--count=-1"], "--count"),
+    (["--count=0"], "--count"),
+    (["--count= 5"], "--count"),
+    (["--count=18446744073709551616"], "--count"),
+    (["--stages="], "--stages"),
+    (["--stages=t0,,fwd"], "--stages"),
+    (["--stages=t0,"], "--stages"),
+    (["--in", ",,,"], "--in"),
+    (["--in", ""], "--in"),
+    (["--out", ",,,"], "--out"),
+    (["--out", "r-rx,"], "--out"),
+    (["--xdp-mode=bogus"], "--xdp-mode"),
+    (["--xdp-mode="], "--xdp-mode"),
+])
+def test_bad_values_are_refused_with_exit_2(args, option):
+    # the bad value last: it overrides BASE's good one
+    r = record(*BASE, *args)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert option in r.stderr, r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_good_values_still_pass_parsing():
+    # parsing passes; what stops it is the missing interface (runtime: exit 1)
+    r = record("--in", "hst-no-such-if", "--out", "hst-no-such-if", "-o", "/tmp/never.hsr",
+               "--duration=0.5", "--count=7", "--stages=t0,fwd", "--xdp-mode=generic")
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "no interface 'hst-no-such-if'" in r.stderr, r.stderr
+
+
+@pytest.fixture
+def hostile_netns():
+    sh("ip", "netns", "del", NS, check=False)
+    sh("ip", "netns", "add", NS)
+    yield NS
+    sh("ip", "netns", "del", NS, check=False)
+
+
+HOSTILE = ["a;id>x", "$(touch${IFS}y)", "`id`>z|w&"]
+
+
+def test_hostile_interface_names_reach_no_shell(hostile_netns, tmp_path):
+    for k, name in enumerate(HOSTILE):
+        sh("ip", "-n", hostile_netns, "link", "add", "name", name, "type", "veth", "peer",
+           "name", f"p{k}")
+        sh("ip", "-n", hostile_netns, "link", "set", name, "up")
+        sh("ip", "-n", hostile_netns, "link", "set", f"p{k}", "up")
+    out = tmp_path / "run.hsr"
+    work = tmp_path / "cwd"
+    work.mkdir()
+    r = record("--netns", hostile_netns, "--in", ",".join(HOSTILE[:2]), "--out", HOSTILE[2],
+               "-d", "0.3", "-q", "-o", str(out), cwd=work)
+    assert r.returncode == 0, r.stderr
+    # a shell would have left x (id's output), y or z in the working directory
+    assert sorted(os.listdir(work)) == [], os.listdir(work)
+    # and the name did reach tc, whole, as one argument: its qdisc was read
+    ifaces = header_json(out.read_bytes())["interfaces"]
+    assert [i["name"] for i in ifaces] == HOSTILE, ifaces
+    for i in ifaces:
+        assert i["qdisc"] is not None, i
+
+
+
+def header_json(data):
+    """the file's JSON header, found by itself (this test is about the recorder,
+    not about the reader)"""
+    dec = json.JSONDecoder()
+    pos = data.find(b"{")
+    while pos >= 0:
+        try:
+            obj, _ = dec.raw_decode(data[pos:pos + (1 << 20)].decode("utf-8", "replace"))
+            if isinstance(obj, dict) and "interfaces" in obj:
+                return obj
+        except ValueError:
+            pass
+        pos = data.find(b"{", pos + 1)
+    raise AssertionError("no JSON header with interfaces in the file")
