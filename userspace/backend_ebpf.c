@@ -319,19 +319,22 @@ static uint64_t recursion_misses(struct ebpf *e)
 	return sum;
 }
 
+/* all counters or none: on an error out keeps what it held (the last good read) */
 static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 {
 	struct ebpf *e = b->priv;
 	int fd = bpf_map__fd(e->skel->maps.counters);
+	uint64_t sum[HS_C_NCOUNTERS];
 
 	for (__u32 k = 0; k < HS_C_NCOUNTERS; k++) {
-		out[k] = 0;
+		sum[k] = 0;
 		if (bpf_map_lookup_elem(fd, &k, e->percpu))
-			return -errno;
+			return errno ? -errno : -EIO;
 		for (int c = 0; c < e->ncpu; c++)
-			out[k] += e->percpu[c];
+			sum[k] += e->percpu[c];
 	}
-	out[HS_C_PROG_MISSES] = recursion_misses(e);
+	sum[HS_C_PROG_MISSES] = recursion_misses(e);
+	memcpy(out, sum, sizeof(sum));
 	return 0;
 }
 

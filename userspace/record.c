@@ -270,7 +270,26 @@ struct run {
 	struct hs_backend *b;
 	uint64_t counters[HS_C_NCOUNTERS];
 	int err;
+	int counters_err;	/* the last counter read failed: counters are stale */
 };
+
+/*
+ * The backend's counters into run->counters. A failed read keeps the last
+ * good values and says so (once while recording; at the stop always, and the
+ * run then exits 1): the trailer's counters must never be zeros or a mix
+ * passed off as the run's.
+ */
+static void read_counters(struct run *run, int final)
+{
+	int err = run->b->counters(run->b, run->counters);
+
+	if (err && (final || !run->counters_err))
+		fprintf(stderr, "%shopscope: %scannot read the tracer's counters: %s%s\n",
+			final ? "\n" : "", final ? "ERROR: " : "", strerror(-err),
+			final ? " (the file's trailer holds the last values read)" :
+				" (will retry; the file keeps the last values read)");
+	run->counters_err = err;
+}
 
 static int on_record(void *ctx, const struct hs_record *r)
 {
@@ -367,7 +386,7 @@ static int record_loop(struct run *run, struct opts *o)
 		}
 		t = now_s();
 		if (t - last_flush >= 1.0) {
-			run->b->counters(run->b, run->counters);
+			read_counters(run, 0);
 			js = counters_json(run, NULL);
 			run->err = hs_writer_flush(&run->w, js);
 			free(js);
@@ -390,7 +409,7 @@ static int record_loop(struct run *run, struct opts *o)
 		reason = "error";
 	int inflight = run->b->stop(run->b, on_record, run);
 
-	run->b->counters(run->b, run->counters);
+	read_counters(run, 1);
 	js = counters_json(run, reason);
 	if (!run->err && js)
 		run->err = hs_writer_close(&run->w, js);
@@ -405,7 +424,7 @@ static int record_loop(struct run *run, struct opts *o)
 			"on the forwarding CPU can cause this (README, Known limits; testbed.sh keeps "
 			"that CPU free)\n",
 			(unsigned long long)run->w.t4_unseen);
-	return run->err ? 1 : 0;
+	return run->err || run->counters_err ? 1 : 0;
 }
 
 /* --ready-fd: the machine-readable "recording" (a reader that is gone is not an error) */

@@ -7,7 +7,10 @@ import subprocess
 
 import pytest
 
-from conftest import HOPSCOPE, sh
+import signal
+import time
+
+from conftest import HOPSCOPE, sh, start_recorder
 
 NS = "hst-rt-inj"
 
@@ -103,3 +106,25 @@ def header_json(data):
             pass
         pos = data.find(b"{", pos + 1)
     raise AssertionError("no JSON header with interfaces in the file")
+
+
+def test_counters_that_cannot_be_read_are_an_error(hostile_netns, tmp_path):
+    """a failed read of the counters map is said, and the run exits 1 (it was
+    ignored: the trailer then held zeros, or the last values, as the run's)"""
+    shim = tmp_path / "fail_lookup.so"
+    sh("gcc", "-shared", "-fPIC", "-O2", "-o", str(shim),
+       os.path.join(os.path.dirname(__file__), "fail_lookup.c"), "-ldl")
+    sh("ip", "-n", hostile_netns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+    sh("ip", "-n", hostile_netns, "link", "set", "v0", "up")
+    sh("ip", "-n", hostile_netns, "link", "set", "v1", "up")
+    trigger = tmp_path / "fail-now"
+    env = dict(os.environ, LD_PRELOAD=str(shim), HS_FAIL_LOOKUP=str(trigger))
+    p = start_recorder([HOPSCOPE, "record", "--netns", hostile_netns, "--in", "v0",
+                        "--out", "v1", "-q", "-o", str(tmp_path / "run.hsr")],
+                       env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    trigger.touch()
+    time.sleep(1.5)
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 1, err
+    assert "cannot read the tracer's counters" in err, err
