@@ -82,8 +82,12 @@ def test_lossless_rate_is_just_below_the_shapers(search):
     for t in trials:
         if t.get("repeated"):
             first, second = t["attempts"]
-            assert not first["lossless"] and first["rate_pps"] == second["rate_pps"] == t["rate_pps"]
-            assert second["lossless"] == t["lossless"] and second["folder"] == t["folder"]
+            assert not (first["lossless"] and first["offered_pps"] >= 0.95 * t["rate_pps"])
+            assert first["rate_pps"] == second["rate_pps"] == t["rate_pps"]
+            decided = {k: v for k, v in t.items() if k not in ("repeated", "attempts")}
+            assert decided in (first, second)
+            if t["lossless"] and not first["lossless"]:  # a loss cleared by a fuller repeat
+                assert second["sent"] > first["received"]
         if not t["lossless"]:
             assert t.get("repeated") and not any(a["lossless"] for a in t["attempts"]), t
         if t["rate_pps"] > SHAPER_PPS + slack:
@@ -142,8 +146,9 @@ def test_one_lost_packet_is_run_again_and_does_not_end_the_search_low():
     run_trial, runs = simulated(2000, flukes={2})
     pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
     assert limited_by == "loss" and 1980 <= pps <= 2000, (pps, runs)
-    fluke, = [t for t in trials if t.first is not None and t.lossless]
-    assert fluke.first.received == fluke.first.sent - 1 and fluke.rate_pps == runs[2][1]
+    fluke, = [t for t in trials if t.repeated and t.lossless]
+    first, again = fluke.attempts
+    assert first.received == first.sent - 1 and fluke.rate_pps == runs[2][1] and fluke is not first
     d = fluke.to_dict()
     assert d["repeated"] and [a["lossless"] for a in d["attempts"]] == [False, True]
     assert [a["folder"] for a in d["attempts"]] == ["03-%gpps" % fluke.rate_pps,
@@ -158,7 +163,7 @@ def test_a_router_that_drops_is_never_reported_lossless_above_its_rate():
         assert limited_by == "loss" and 1880 <= pps <= 1900, (flukes, pps, runs)
         for t in trials:
             if t.rate_pps > 1900:
-                assert not t.lossless and not t.first.lossless, (flukes, t)
+                assert not t.lossless and not any(a.lossless for a in t.attempts), (flukes, t)
 
 
 def test_loss_at_the_lowest_rate_is_confirmed_too():
@@ -172,10 +177,30 @@ def test_a_sender_held_back_once_is_run_again_twice_is_a_generator_limit():
     run_trial, runs = simulated(2000, short={2})  # the machine busy in one run
     pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
     assert limited_by == "loss" and 1980 <= pps <= 2000, (pps, runs)
-    t, = [t for t in trials if t.first is not None and t.lossless]
-    assert t.first.offered_pps == t.offered_pps / 2 and t.reached
+    t, = [t for t in trials if t.repeated and t.lossless]
+    assert t.attempts[0].offered_pps == t.offered_pps / 2 and t.reached
     # a generator that cannot reach the rate falls short in both runs
     run_trial, runs = simulated(2000, reaches=1700)
     pps, limited_by, trials = binary_search(Cond, LOW, HIGH, 20, run_trial)
     assert limited_by == "generator" and pps == 1700, (pps, runs)
-    assert trials[-1].first is not None and not trials[-1].first.reached
+    assert trials[-1].repeated and not trials[-1].attempts[0].reached
+
+
+def test_a_repeat_held_back_does_not_clear_a_loss():
+    """Seen on a shared machine: at 2016 pps (above the 2000 pps shaper) the
+    first run lost 21 of 4020, the repeat's sender was held back and sent 3958,
+    all through. That repeat proves nothing about 2016 pps: the loss stands."""
+    runs = {0: (4020, 3999), 1: (3958, 3958)}
+
+    def run_trial(cond, rate, index):
+        sent, received = runs[index]
+        return Trial(rate, sent, received, sent / TRIAL_S, 0.1, f"{index + 1:02d}")
+    pps, limited_by, trials = binary_search(Cond, 0, 2016, 5000, run_trial)
+    assert (pps, limited_by) == (None, "loss")
+    t, = trials
+    assert not t.lossless and t.repeated and t is not t.attempts[1]
+    assert t.to_dict()["folder"] == "01" and [a["sent"] for a in t.to_dict()["attempts"]] == [4020, 3958]
+    # a repeat that carried more than got through the lossy run does clear it
+    runs[1] = (4000, 4000)
+    pps, limited_by, trials = binary_search(Cond, 0, 2016, 5000, run_trial)
+    assert (pps, limited_by) == (2016, "max") and trials[0].folder == "02"
