@@ -51,19 +51,81 @@ static void putf(struct js *j, const char *fmt, ...)
 	put(j, tmp, n);
 }
 
+/* length of the well-formed UTF-8 character at s (RFC 3629: no overlongs, no
+ * surrogates, nothing past U+10FFFF), or 0 when the byte at s starts none */
+static size_t utf8_char(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	size_t n;
+	unsigned lo = 0x80, hi = 0xbf;
+
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf)
+		n = 2;
+	else if (c >= 0xe0 && c <= 0xef)
+		n = 3;
+	else if (c >= 0xf0 && c <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	if (c == 0xe0)
+		lo = 0xa0;
+	else if (c == 0xed)
+		hi = 0x9f;
+	else if (c == 0xf0)
+		lo = 0x90;
+	else if (c == 0xf4)
+		hi = 0x8f;
+	if (s[1] < lo || s[1] > hi)
+		return 0;
+	for (size_t i = 2; i < n; i++)
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+	return n;
+}
+
+int js_utf8_valid(const char *s)
+{
+	for (size_t n; *s; s += n)
+		if (!(n = utf8_char((const unsigned char *)s)))
+			return 0;
+	return 1;
+}
+
+size_t js_utf8_cut(const char *s, size_t max)
+{
+	size_t len = strlen(s);
+
+	if (len <= max)
+		return len;
+	/* back off to the start of the character at max: never inside one */
+	while (max > 0 && ((unsigned char)s[max] & 0xc0) == 0x80)
+		max--;
+	return max;
+}
+
+/* s as a JSON string: valid UTF-8 as it is, each byte that is not part of a
+ * well-formed character as U+FFFD (the caller keeps the bytes: js_str) */
 static void quoted(struct js *j, const char *s)
 {
 	put(j, "\"", 1);
-	for (; *s; s++) {
+	while (*s) {
 		unsigned char c = *s;
+		size_t n = utf8_char((const unsigned char *)s);
 
-		if (c == '"' || c == '\\') {
+		if (!n) {
+			put(j, "\\ufffd", 6);
+			s++;
+		} else if (c == '"' || c == '\\') {
 			put(j, "\\", 1);
-			put(j, s, 1);
-		} else if (c < 0x20) {
+			put(j, s++, 1);
+		} else if (c < 0x20 || c == 0x7f) {
 			putf(j, "\\u%04x", c);
+			s++;
 		} else {
-			put(j, s, 1);
+			put(j, s, n);
+			s += n;
 		}
 	}
 	put(j, "\"", 1);
@@ -96,10 +158,23 @@ void js_close(struct js *j, char bracket)
 void js_str(struct js *j, const char *key, const char *val)
 {
 	member(j, key);
-	if (val)
-		quoted(j, val);
-	else
+	if (!val) {
 		put(j, "null", 4);
+		return;
+	}
+	quoted(j, val);
+	/* bytes from the machine that are not UTF-8 (a Latin-1 file name): the
+	 * string has U+FFFD for them, KEY_hex keeps every byte */
+	if (key && !js_utf8_valid(val)) {
+		char name[128];
+
+		snprintf(name, sizeof(name), "%s_hex", key);
+		member(j, name);
+		put(j, "\"", 1);
+		for (const unsigned char *p = (const unsigned char *)val; *p; p++)
+			putf(j, "%02x", *p);
+		put(j, "\"", 1);
+	}
 }
 
 void js_u64(struct js *j, const char *key, uint64_t val)
@@ -127,6 +202,11 @@ void js_raw(struct js *j, const char *key, const char *json)
 		put(j, json, strlen(json));
 	else
 		put(j, "null", 4);
+}
+
+void js_append(struct js *j, const char *text)
+{
+	put(j, text, strlen(text));
 }
 
 const char *js_text(const struct js *j)

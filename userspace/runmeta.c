@@ -86,17 +86,23 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 		       const struct hs_clocks *start, int argc, char **argv)
 {
 	struct utsname u;
-	char host[256] = "", cmd[2048] = "";
+	char host[256] = "";
+	struct js cmd;
 	char *cs = first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL);
 	char *model = first_line("/proc/cpuinfo", "model name");
 
 	uname(&u);
 	gethostname(host, sizeof(host) - 1);
+	/* the command line, whole up to HS_COMMAND_MAX bytes; cut there between
+	 * two characters, never inside one (js_str escapes what is not UTF-8) */
+	js_init(&cmd);
 	for (int i = 0; i < argc; i++) {
-		strncat(cmd, argv[i], sizeof(cmd) - strlen(cmd) - 2);
+		js_append(&cmd, argv[i]);
 		if (i + 1 < argc)
-			strncat(cmd, " ", sizeof(cmd) - strlen(cmd) - 1);
+			js_append(&cmd, " ");
 	}
+	if (js_text(&cmd) && cmd.len > HS_COMMAND_MAX)
+		cmd.buf[js_utf8_cut(cmd.buf, HS_COMMAND_MAX)] = 0;
 
 	js_open(j, NULL, '{');
 	js_str(j, "format", "hopscope-record");
@@ -104,7 +110,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_str(j, "tracer_version", HS_VERSION);
 	js_str(j, "backend", b->name);
 	js_bool(j, "floor", cfg->floor);
-	js_str(j, "command", cmd);
+	js_str(j, "command", js_text(&cmd) ? js_text(&cmd) : "");
 	js_str(j, "hostname", host);
 	js_u64(j, "start_realtime_ns", start->real_ns);
 	js_u64(j, "start_monotonic_ns", start->mono_ns);
@@ -152,6 +158,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_close(j, '}');
 	free(cs);
 	free(model);
+	js_free(&cmd);
 }
 
 void hs_runmeta_counters(struct js *j, const uint64_t *counters,
@@ -175,5 +182,6 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters,
 	js_u64(j, "flows", u->flows);
 	js_u64(j, "flow_overflow", u->flow_overflow);
 	js_u64(j, "t4_unseen", u->t4_unseen);
+	js_u64(j, "records_not_stored", u->not_stored);
 	js_close(j, '}');
 }

@@ -14,6 +14,8 @@ struct hs_clocks {
 };
 
 void hs_clocks_now(struct hs_clocks *c);
+/* the header's "command": the command line, cut at a character boundary past this */
+#define HS_COMMAND_MAX 65536
 /* the header JSON: the run, the machine, the interfaces, and what b attached */
 void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct hs_backend *b,
 		       const struct hs_clocks *start, int argc, char **argv);
@@ -25,9 +27,11 @@ struct hs_userspace_counts {
 	uint64_t flows;
 	uint64_t flow_overflow;
 	uint64_t t4_unseen;		/* records flagged HS_F_T4_UNSEEN */
+	uint64_t not_stored;		/* records received but not in the file (write error) */
 };
 
-/* {"monotonic_ns", "counters": {...}, "userspace": {...}} without the closing brace */
+/* {"monotonic_ns", "counters": {...}, "userspace": {...}} without the closing brace;
+ * userspace.records_not_stored is u->not_stored */
 void hs_runmeta_counters(struct js *j, const uint64_t *counters,
 			 const struct hs_userspace_counts *u);
 
