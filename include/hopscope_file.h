@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The record file (.hsr), version 1. docs/record-format.md is the prose;
+ * The record file (.hsr), version 2. docs/record-format.md is the prose;
  * this is the layout. Little-endian, every part a multiple of 8 bytes so
  * record arrays are aligned wherever the file is mapped.
  *
@@ -18,7 +18,7 @@
 #include "hopscope.h"
 
 #define HS_FILE_MAGIC "HOPSCOPE"
-#define HS_FILE_VERSION 1
+#define HS_FILE_VERSION 2
 #define HS_ENDIAN_MARK 0x01020304u
 #define HS_CHUNK_MAGIC 0x4b435348u	/* "HSCK" */
 
@@ -28,6 +28,9 @@ struct hs_file_header {
 	__u32 record_size;	/* sizeof(struct hs_record) */
 	__u32 header_bytes;	/* JSON length, padding included */
 	__u32 endian;		/* HS_ENDIAN_MARK as written */
+	/* version 2 on; version 1 headers end here (24 bytes) and have no CRC */
+	__u32 header_crc32;	/* zlib crc32 of bytes 0..23, then of the header JSON with its padding */
+	__u32 reserved;
 };
 
 enum hs_chunk_type {
@@ -43,7 +46,7 @@ struct hs_chunk {
 	__u32 count;		/* items in the payload (0 for JSON chunks) */
 	__u32 bytes;		/* payload bytes before padding */
 	__u32 crc32;		/* zlib crc32 of those bytes */
-	__u32 reserved;
+	__u32 index;		/* version 2: chunks numbered 0, 1, ... in file order (version 1: 0) */
 };
 
 /* hs_record.flow of a record whose 5-tuple did not fit the recorder's flow

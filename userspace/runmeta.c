@@ -6,6 +6,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "dropreasons.h"
+#include "hopscope_file.h"
 #include "ifaces.h"
 #include "runmeta.h"
 
@@ -106,7 +107,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 
 	js_open(j, NULL, '{');
 	js_str(j, "format", "hopscope-record");
-	js_u64(j, "version", 1);
+	js_u64(j, "version", HS_FILE_VERSION);
 	js_str(j, "tracer_version", HS_VERSION);
 	js_str(j, "backend", b->name);
 	js_bool(j, "floor", cfg->floor);

@@ -1,9 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "writer.h"
@@ -25,6 +29,22 @@ static int write_all(struct hs_writer *w, const void *p, size_t n)
 	return 0;
 }
 
+/* A write failed (disk full, file too large, I/O error): from now on nothing is
+ * written. The file is cut back to its last whole chunk, so what it holds stays
+ * readable and the space of the partial chunk is free again (for the END chunk,
+ * hs_writer_close); the records buffered are counted as not stored. */
+static int fail(struct hs_writer *w, int err)
+{
+	if (!w->err) {
+		w->err = err;
+		if (ftruncate(w->fd, w->whole) == 0)
+			lseek(w->fd, w->whole, SEEK_SET);
+	}
+	w->not_stored += w->nbuf;
+	w->nbuf = 0;
+	return w->err;
+}
+
 static int write_chunk(struct hs_writer *w, uint32_t type, uint32_t count,
 		       const void *payload, uint32_t bytes)
 {
@@ -35,6 +55,7 @@ static int write_chunk(struct hs_writer *w, uint32_t type, uint32_t count,
 		.count = count,
 		.bytes = bytes,
 		.crc32 = crc32(0, payload, bytes),
+		.index = w->chunks,
 	};
 	int err;
 
@@ -43,7 +64,41 @@ static int write_chunk(struct hs_writer *w, uint32_t type, uint32_t count,
 		err = write_all(w, payload, bytes);
 	if (!err && bytes % 8)
 		err = write_all(w, zeros, 8 - bytes % 8);
-	return err;
+	if (err)
+		return err;
+	w->chunks++;
+	w->whole += sizeof(c) + (bytes + 7) / 8 * 8;
+	return 0;
+}
+
+/* The file is written under a new name beside path and renamed over path once
+ * its header is there: a reader of an old file at path keeps reading that file
+ * (never truncated under its map), and path is never anything but a record file. */
+static int create(struct hs_writer *w, const char *path)
+{
+	struct stat st;
+	const char *slash = strrchr(path, '/');
+	int dirlen = slash ? (int)(slash - path + 1) : 0;
+
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		fprintf(stderr, "hopscope: %s is not a regular file (a FIFO, device or "
+			"directory): record writes a file it can seek and rename\n", path);
+		return -EINVAL;
+	}
+	if (snprintf(w->tmp, sizeof(w->tmp), "%.*s.%s.XXXXXX", dirlen, path,
+		     path + dirlen) >= (int)sizeof(w->tmp)) {
+		fprintf(stderr, "hopscope: %s: name too long\n", path);
+		return -ENAMETOOLONG;
+	}
+	w->fd = mkostemp(w->tmp, O_CLOEXEC);
+	if (w->fd < 0) {
+		fprintf(stderr, "hopscope: cannot create %s: %s\n", path, strerror(errno));
+		w->tmp[0] = 0;
+		return -errno;
+	}
+	if (fchmod(w->fd, 0644))
+		fprintf(stderr, "hopscope: %s: %s\n", w->tmp, strerror(errno));
+	return 0;
 }
 
 int hs_writer_open(struct hs_writer *w, const char *path, const char *header_json)
@@ -58,15 +113,16 @@ int hs_writer_open(struct hs_writer *w, const char *path, const char *header_jso
 	int err;
 
 	memset(w, 0, sizeof(*w));
+	w->fd = -1;
 	w->path = path;
 	w->buf = calloc(HS_CHUNK_RECORDS_MAX, sizeof(*w->buf));
 	if (!w->buf || hs_flows_init(&w->flows, 1u << 20))
 		return -ENOMEM;
-	w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-	if (w->fd < 0) {
-		fprintf(stderr, "hopscope: cannot create %s: %s\n", path, strerror(errno));
-		return -errno;
-	}
+	if (padded > UINT32_MAX - sizeof(h))
+		return -E2BIG;
+	err = create(w, path);
+	if (err)
+		return err;
 	memcpy(h.magic, HS_FILE_MAGIC, sizeof(h.magic));
 	h.header_bytes = padded;
 	text = malloc(padded);
@@ -74,11 +130,23 @@ int hs_writer_open(struct hs_writer *w, const char *path, const char *header_jso
 		return -ENOMEM;
 	memcpy(text, header_json, len);
 	memset(text + len, ' ', padded - len);
+	h.header_crc32 = crc32(crc32(0, (const void *)&h, offsetof(struct hs_file_header,
+								  header_crc32)),
+			       (const void *)text, padded);
 	err = write_all(w, &h, sizeof(h));
 	if (!err)
 		err = write_all(w, text, padded);
 	free(text);
-	return err;
+	if (!err && rename(w->tmp, path)) {
+		err = -errno;
+		fprintf(stderr, "hopscope: cannot rename %s to %s: %s\n", w->tmp, path,
+			strerror(errno));
+	}
+	if (err)
+		return err;
+	w->tmp[0] = 0;
+	w->whole = sizeof(h) + padded;
+	return 0;
 }
 
 static int write_pending(struct hs_writer *w)
@@ -86,17 +154,19 @@ static int write_pending(struct hs_writer *w)
 	struct hs_flows *f = &w->flows;
 	int err = 0;
 
+	if (w->err)
+		return fail(w, w->err);
 	if (f->n > f->written) {
 		err = write_chunk(w, HS_CHUNK_FLOWS, f->n - f->written, f->items + f->written,
 				  (f->n - f->written) * sizeof(*f->items));
 		if (err)
-			return err;
+			return fail(w, err);
 		f->written = f->n;
 	}
 	if (w->nbuf) {
 		err = write_chunk(w, HS_CHUNK_RECORDS, w->nbuf, w->buf, w->nbuf * sizeof(*w->buf));
 		if (err)
-			return err;
+			return fail(w, err);
 		w->written += w->nbuf;
 		w->nbuf = 0;
 	}
@@ -105,8 +175,12 @@ static int write_pending(struct hs_writer *w)
 
 int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 {
-	struct hs_record *slot = &w->buf[w->nbuf++];
+	struct hs_record rec = *r, *slot = &rec;
 
+	/* after a failed write nothing more is stored, only counted: the buffer
+	 * is never filled past HS_CHUNK_RECORDS_MAX */
+	if (!w->err)
+		slot = &w->buf[w->nbuf++];
 	*slot = *r;
 	slot->flow = hs_flows_id(&w->flows, r);
 	if (r->status < HS_ST_END)
@@ -127,6 +201,10 @@ int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 		slot->flags |= HS_F_T4_UNSEEN;
 		w->t4_unseen++;
 	}
+	if (w->err) {
+		w->not_stored++;
+		return w->err;
+	}
 	return w->nbuf == HS_CHUNK_RECORDS_MAX ? write_pending(w) : 0;
 }
 
@@ -134,29 +212,53 @@ int hs_writer_flush(struct hs_writer *w, const char *counters_json)
 {
 	int err = write_pending(w);
 
-	if (!err && counters_json)
+	if (!err && counters_json) {
 		err = write_chunk(w, HS_CHUNK_COUNTERS, 0, counters_json, strlen(counters_json));
+		if (err)
+			fail(w, err);
+	}
 	return err;
 }
 
 int hs_writer_close(struct hs_writer *w, const char *end_json)
 {
-	int err = write_pending(w);
+	int err = write_pending(w), end_err;
 
-	if (!err)
-		err = write_chunk(w, HS_CHUNK_END, 0, end_json, strlen(end_json));
-	if (close(w->fd) && !err) {
+	/* after a write error too: the file was cut back to its last whole chunk,
+	 * so the END chunk (saying how many records were not stored) may fit */
+	if (end_json && w->fd >= 0) {
+		end_err = write_chunk(w, HS_CHUNK_END, 0, end_json, strlen(end_json));
+		if (end_err && w->err) {
+			if (ftruncate(w->fd, w->whole) == 0)
+				lseek(w->fd, w->whole, SEEK_SET);
+		} else if (end_err) {
+			fail(w, end_err);
+		}
+		if (!err)
+			err = end_err;
+	}
+	if (w->fd >= 0 && close(w->fd) && !err) {
 		fprintf(stderr, "hopscope: closing %s: %s\n", w->path, strerror(errno));
 		err = -errno;
 	}
 	w->fd = -1;
-	return err;
+	return err ? err : w->err;
 }
 
 void hs_writer_free(struct hs_writer *w)
 {
-	if (w->fd > 0)
+	if (w->fd >= 0)
 		close(w->fd);
+	w->fd = -1;
+	if (w->tmp[0])
+		unlink(w->tmp);
+	if (w->not_stored)
+		fprintf(stderr, "hopscope: WARNING: %llu records were not stored in %s (%s); "
+			"it holds the %llu before, whole up to byte %llu\n",
+			(unsigned long long)w->not_stored, w->path, strerror(-w->err),
+			(unsigned long long)w->written, (unsigned long long)w->whole);
+	w->not_stored = 0;
 	free(w->buf);
+	w->buf = NULL;
 	hs_flows_free(&w->flows);
 }

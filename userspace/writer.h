@@ -3,6 +3,7 @@
 #ifndef HS_WRITER_H
 #define HS_WRITER_H
 
+#include <limits.h>
 #include <stdint.h>
 #include "flows.h"
 #include "hopscope_file.h"
@@ -12,6 +13,7 @@
 struct hs_writer {
 	int fd;
 	const char *path;
+	char tmp[PATH_MAX];		/* the new file's name until it is renamed to path */
 	struct hs_record *buf;
 	uint32_t nbuf;
 	struct hs_flows flows;
@@ -19,16 +21,23 @@ struct hs_writer {
 	uint64_t by_status[HS_ST_END];	/* records received, by enum hs_status */
 	uint64_t complete;
 	uint64_t t4_unseen;		/* records written with HS_F_T4_UNSEEN */
+	uint32_t chunks;		/* chunks written: the next one's hs_chunk.index */
+	uint64_t whole;			/* file bytes up to the end of the last whole chunk */
+	int err;			/* the first write error (-errno); nothing is written after it */
+	uint64_t not_stored;		/* records received but not in the file (after err) */
 };
 
 int hs_writer_open(struct hs_writer *w, const char *path, const char *header_json);
 /* takes one record (and judges an inflight one: HS_F_T4_UNSEEN); writes a
- * chunk when the buffer is full */
+ * chunk when the buffer is full. After a write error every record is counted
+ * in not_stored (buffered ones too) and the error is returned again. */
 int hs_writer_add(struct hs_writer *w, const struct hs_record *r);
 /* writes buffered flows and records, then a COUNTERS chunk with json */
 int hs_writer_flush(struct hs_writer *w, const char *counters_json);
-/* flushes, writes the END chunk and closes */
+/* flushes, writes the END chunk and closes; after a write error it still tries
+ * the END chunk (the file was cut back to whole chunks) and returns that error */
 int hs_writer_close(struct hs_writer *w, const char *end_json);
+/* closes; says how many records were not stored, if any */
 void hs_writer_free(struct hs_writer *w);
 
 #endif

@@ -21,8 +21,9 @@ FIELDS = {
                   "sport", "dport", "cpu_in", "cpu_out", "tos", "proto", "status",
                   "drop_stage", "flags", "done", "saddr", "daddr", "pad"],
     "hs_flow": ["id", "family", "proto", "reserved", "sport", "dport", "saddr", "daddr", "pad"],
-    "hs_file_header": ["magic", "version", "record_size", "header_bytes", "endian"],
-    "hs_chunk": ["magic", "type", "count", "bytes", "crc32", "reserved"],
+    "hs_file_header": ["magic", "version", "record_size", "header_bytes", "endian",
+                       "header_crc32", "reserved"],
+    "hs_chunk": ["magic", "type", "count", "bytes", "crc32", "index"],
 }
 # every integer the generated header module holds, by its C name
 CONSTANTS = {

@@ -11,7 +11,7 @@ import pytest
 
 import hopscope
 from hopscope.record import format as fmt
-from hopscope.record.synth import write_synthetic
+from hopscope.record.synth import recompute_checksums, write_synthetic
 
 N = 20_000
 CHUNK = 4096
@@ -35,10 +35,14 @@ def _address(family, raw):
     return str(ipaddress.ip_address(raw if family == 6 else raw[:4]))
 
 
-def _patch(path, offset, data):
+def _patch(path, offset, data, checksums=True):
+    """Change bytes of a file; by default its CRCs are made to match again, so
+    the change reads as written (the checks below are not CRC checks)."""
     with open(path, "r+b") as f:
         f.seek(offset)
         f.write(data)
+    if checksums:
+        recompute_checksums(path)
 
 
 def _replace_header_json(path, text):
@@ -133,6 +137,7 @@ def test_delays_exact_beyond_float_precision_of_the_timestamps(tmp_path, quiet):
                 recs[t] = np.where(recs[t] > 0, recs[t] + big, 0)
             recs.flush()
             del recs
+    recompute_checksums(s.path)
     df = hopscope.load(s.path)
     r = s.records
     seen = (r["t3"] > 0) & (r["t2"] > 0)
@@ -254,21 +259,50 @@ def test_chunk_size_inconsistent_with_count(tmp_path):
     assert len(df) == 2 * CHUNK
 
 
-def test_crc_checked_only_when_asked(tmp_path):
+def test_crc_checked_by_default(tmp_path):
+    """A flipped payload byte is never returned as if whole: the chunk is left
+    out, its records counted, the warning names the chunk and its offset."""
     probe = _synth(tmp_path)
     k = _nth_chunk(probe, fmt.CHUNK_RECORDS, 1)
     s = _synth(tmp_path, bad_crc_chunk=k)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert len(hopscope.load(s.path)) == N  # not checked by default
     with pytest.warns(hopscope.RecordFileWarning,
-                      match=f"chunk {k} .* at byte {s.chunk_offsets[k]}: CRC mismatch"):
-        df = hopscope.load(s.path, verify=True)
+                      match=f"chunk {k} .* at byte {s.chunk_offsets[k]}: CRC mismatch, chunk "
+                            f"left out \\({CHUNK} records dropped\\)"):
+        df = hopscope.load(s.path)
     assert len(df) == N - CHUNK  # the bad chunk is left out, the rest kept
+    assert df.attrs["dropped_records"] == CHUNK
     np.testing.assert_array_equal(df["key"][:CHUNK], s.records["key"][:CHUNK])
     np.testing.assert_array_equal(df["key"][CHUNK:], s.records["key"][2 * CHUNK:])
     with pytest.raises(hopscope.RecordFileError, match="CRC mismatch"):
-        hopscope.load(s.path, verify=True, strict=True)
+        hopscope.load(s.path, strict=True)
+    with warnings.catch_warnings():  # the explicit opt-out reads the damaged bytes
+        warnings.simplefilter("error")
+        assert len(hopscope.load(s.path, verify=False)) == N
+
+
+def test_header_crc_catches_a_flipped_byte(tmp_path, quiet):
+    s = _synth(tmp_path, n=500)
+    data = Path(s.path).read_bytes()
+    at = data.index(b'"r-s1"')
+    _patch(s.path, at + 2, b"/", checksums=False)  # r-s1 -> r/s1: relabels in_if
+    with pytest.raises(hopscope.RecordFileError, match="header .*fails its CRC32"):
+        hopscope.load(s.path)
+    df = hopscope.load(s.path, verify=False)
+    assert "r/s1" in list(df["in_if"].cat.categories)
+
+
+def test_version_1_file_reads_with_a_note(tmp_path):
+    """Files from before the header CRC: read, with a warning that the header is
+    not covered."""
+    s = _synth(tmp_path, n=300)
+    data = Path(s.path).read_bytes()
+    head = np.frombuffer(data[:fmt.FILE_HEADER_SIZE], fmt.FILE_HEADER_DTYPE)[0]
+    text = data[fmt.FILE_HEADER_SIZE:fmt.FILE_HEADER_SIZE + int(head["header_bytes"])]
+    rest = data[fmt.FILE_HEADER_SIZE + len(text):]
+    Path(s.path).write_bytes(fmt.file_header(text, version=1) + text + rest)
+    with pytest.warns(hopscope.RecordFileWarning, match="version 1: the header .* not covered"):
+        df = hopscope.load(s.path)
+    assert len(df) == 300 and df.attrs["problems"] == []
 
 
 def test_damaged_end_chunk_is_not_called_missing(tmp_path):
@@ -347,7 +381,7 @@ def test_full_flow_table_takes_addresses_from_the_records(tmp_path, quiet):
     (lambda p: p.write_text("time,delay\n1,2\n"), "not a hopscope record file"),
     (lambda p: p.write_bytes(b""), "empty file"),
     (lambda p: p.write_bytes(b"HOPSCOPE\x01\x00"), "inside the 24-byte file header"),
-    (lambda p: _patch(p, 8, np.uint32(2).tobytes()), "format version 2"),
+    (lambda p: _patch(p, 8, np.uint32(3).tobytes()), "format version 3"),
     (lambda p: _patch(p, 12, np.uint32(128).tobytes()), "record size 128 bytes"),
     (lambda p: _patch(p, 20, bytes([1, 2, 3, 4])), "big-endian"),
     (lambda p: _patch(p, 20, bytes([9, 9, 9, 9])), "endian mark"),

@@ -65,6 +65,9 @@ def main(argv=None):
             print(f"hopscope {name}: {where}", file=sys.stderr)
         except KeyboardInterrupt:
             return 130
+        except Exception as e:  # noqa: BLE001 - a message and exit 1, never a traceback
+            print(f"hopscope {name}: internal error, please report it: "
+                  f"{type(e).__name__}: {e}", file=sys.stderr)
     return 1
 
 

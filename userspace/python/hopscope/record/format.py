@@ -4,6 +4,8 @@ include/hopscope_file.h); the numpy dtypes below mirror the structs, and
 tests/python/test_format.py compiles a C program against those headers and
 checks every size and offset here against it.
 """
+import zlib
+
 import numpy as np
 
 from . import header as h
@@ -93,14 +95,19 @@ FLOW_DTYPE = _struct([
     ("pad", "<u4", 44),
 ], 48)
 
-# struct hs_file_header
+# struct hs_file_header (version 2 on; a version 1 header is its first 24 bytes)
 FILE_HEADER_DTYPE = _struct([
     ("magic", "S8", 0),
     ("version", "<u4", 8),
     ("record_size", "<u4", 12),
     ("header_bytes", "<u4", 16),
     ("endian", "<u4", 20),
-], 24)
+    ("header_crc32", "<u4", 24),
+    ("reserved", "<u4", 28),
+], 32)
+FILE_HEADER_V1_SIZE = 24
+# the file header bytes header_crc32 covers, before the header JSON
+HEADER_CRC_FIXED = 24
 
 # struct hs_chunk
 CHUNK_DTYPE = _struct([
@@ -109,7 +116,7 @@ CHUNK_DTYPE = _struct([
     ("count", "<u4", 8),
     ("bytes", "<u4", 12),
     ("crc32", "<u4", 16),
-    ("reserved", "<u4", 20),
+    ("index", "<u4", 20),
 ], 24)
 
 RECORD_SIZE = RECORD_DTYPE.itemsize
@@ -122,3 +129,21 @@ ITEM_SIZE = {CHUNK_RECORDS: RECORD_SIZE, CHUNK_FLOWS: FLOW_SIZE}
 def padded(n):
     """n rounded up to the file's alignment."""
     return (n + ALIGN - 1) & ~(ALIGN - 1)
+
+
+def header_crc(fixed, text):
+    """header_crc32 of a file header: fixed is its first HEADER_CRC_FIXED bytes,
+    text the header JSON with its padding."""
+    return zlib.crc32(text, zlib.crc32(fixed))
+
+
+def file_header(text, version=FILE_VERSION):
+    """The bytes that start a record file whose header JSON (padded) is text:
+    hs_file_header with its CRC (version 2), or the 24-byte version 1 header."""
+    fh = np.zeros(1, dtype=FILE_HEADER_DTYPE)
+    fh[0] = (FILE_MAGIC, version, RECORD_SIZE, len(text), ENDIAN_MARK, 0, 0)
+    raw = fh.tobytes()
+    if version < 2:
+        return raw[:FILE_HEADER_V1_SIZE]
+    fh[0]["header_crc32"] = header_crc(raw[:HEADER_CRC_FIXED], text)
+    return fh.tobytes()

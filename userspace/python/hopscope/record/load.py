@@ -38,16 +38,21 @@ _DROPPED = fmt.STATUS["dropped"] - 1  # its status code
 BLOCK = 8192
 
 
-def load(path, verify=False, strict=False):
+def load(path, verify=True, strict=False):
     """Load a record file (.hsr) into a DataFrame; see docs/record-format.md.
 
-    verify: check every chunk's CRC32 (reads the whole file; slower).
+    verify: check the header's and every chunk's CRC32 (the default). A chunk
+    that fails it is left out and its records counted in
+    df.attrs["dropped_records"]; a header that fails it raises RecordFileError.
+    verify=False skips the checks: damaged bytes then load as if whole.
     strict: raise RecordFileError when any part of the file is not whole or
     not intact; by default every whole chunk is loaded, a RecordFileWarning
     says what was not, and df.attrs["truncated"] is set.
     """
     rf = RecordFile(path, verify=verify, strict=strict)
     df = to_dataframe(rf)
+    for note in rf.notes:
+        warnings.warn(f"{rf.path}: {note}", RecordFileWarning, stacklevel=2)
     if rf.problems:
         if strict:
             raise RecordFileError(rf.message())
@@ -75,7 +80,7 @@ def to_dataframe(rf):
         problems.append("the FLOWS table's ids are not its row numbers 0, 1, ...")
     _count(problems, _unknown(cols.codes["status"], len(fmt.STATUS_NAMES)),
            "records have a status value this reader does not know")
-    _count(problems, _unknown(cols.codes["drop_stage"], len(fmt.STAGE_NAMES), -1),
+    _count(problems, cols.bad_stage,
            "dropped records have a drop stage this reader does not know")
     missing = cols.addresses_from_records()
     if missing:
@@ -96,7 +101,8 @@ def to_dataframe(rf):
     df = pd.DataFrame(out, copy=False)
     rf.problems.extend(problems)
     df.attrs.update(header=rf.header, trailer=rf.trailer, counters=rf.counters,
-                    truncated=rf.truncated, path=rf.path, problems=list(rf.problems))
+                    truncated=rf.truncated, path=rf.path, problems=list(rf.problems),
+                    dropped_records=rf.dropped_records, notes=list(rf.notes))
     return df
 
 
@@ -127,6 +133,7 @@ class _Columns:
         self.codes = {name: np.empty(n, dtype=lut.dtype) for name, lut in luts.items()}
         self.codes.update(status=np.empty(n, np.int8), drop_stage=np.empty(n, np.int8))
         self.unflowed = []  # (rows, records) whose flow id is not in the flow table
+        self.bad_stage = 0  # dropped records whose drop_stage is past the known stages
 
     def fill(self, arr, pos):
         """Fill rows pos.. with the records of one chunk."""
@@ -154,7 +161,12 @@ class _Columns:
             c["status"][...] = status_f[lo:hi]
             c["status"] -= 1
             c["drop_stage"][...] = stage_f[lo:hi]
-            np.copyto(c["drop_stage"], -1, where=c["status"] != _DROPPED)
+            # a stage past the known ones (255 would be -1 as int8) is NaN, and counted
+            unknown = stage_f[lo:hi] >= len(fmt.STAGE_NAMES)
+            dropped = c["status"] == _DROPPED
+            self.bad_stage += int(np.count_nonzero(unknown & dropped))
+            np.logical_or(unknown, ~dropped, out=unknown)
+            np.copyto(c["drop_stage"], -1, where=unknown)
             np.take(self.src_lut, col["flow"], out=c["src"], mode="clip")
             np.take(self.dst_lut, col["flow"], out=c["dst"], mode="clip")
             unknown = np.flatnonzero(c["src"] < 0)
@@ -207,7 +219,7 @@ def _unknown(codes, ncategories, lowest=0):
 
 
 def _count(problems, mask, what):
-    bad = int(np.count_nonzero(mask))
+    bad = mask if isinstance(mask, int) else int(np.count_nonzero(mask))
     if bad:
         problems.append(f"{bad} {what}")
 

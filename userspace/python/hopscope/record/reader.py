@@ -4,10 +4,15 @@ The file is memory-mapped; record arrays are views into the map, so nothing
 is copied until a caller asks for columns (load.py). A file that stops being
 whole (killed recorder, truncated copy, damaged chunk header) yields every
 whole chunk before that point and a message saying where it stops.
+
+Every chunk's CRC32 and the header's (version 2) are checked unless the
+caller opts out (verify=False): a damaged chunk is left out, with its records
+counted, and named with where it is; a damaged header is refused.
 """
 import json
 import mmap
 import os
+import stat
 import zlib
 from dataclasses import dataclass
 
@@ -61,14 +66,20 @@ class RecordFile:
     trailer     the END chunk JSON, or None
     chunks      every whole chunk that was used
     problems    what was wrong, one sentence each; empty for a whole, intact file
+    notes       what the reader could not check (a version 1 header has no CRC), or
+                changed (bytes that are not UTF-8); not problems
     truncated   True when there is no END chunk or the file stops being whole before it
     whole_bytes bytes from the start of the file up to the end of the last whole chunk
+    dropped_records  records in chunks left out (damaged): never returned
+    version     the file format version
     """
 
-    def __init__(self, path, verify=False, strict=False):
+    def __init__(self, path, verify=True, strict=False):
         self.path = os.fspath(path)
         self.verify = verify
         self.records, self.snapshots, self.chunks, self.problems = [], [], [], []
+        self.notes = []
+        self.dropped_records = 0
         self.flows = np.zeros(0, dtype=fmt.FLOW_DTYPE)
         self.trailer = None
         self.truncated = False
@@ -98,6 +109,9 @@ class RecordFile:
 
     def _open(self):
         try:
+            st = os.stat(self.path)
+            if not stat.S_ISREG(st.st_mode):  # a FIFO would block open()
+                raise RecordFileError(f"{self.path}: not a regular file, not a record file")
             with open(self.path, "rb") as f:
                 if os.fstat(f.fileno()).st_size == 0:
                     raise RecordFileError(f"{self.path}: empty file, not a hopscope record file")
@@ -114,10 +128,11 @@ class RecordFile:
         if m[:n] != fmt.FILE_MAGIC[:n]:
             self._fail(f"not a hopscope record file (starts with {bytes(m[:8])!r}, "
                        f"expected {fmt.FILE_MAGIC!r})")
-        if self.size < fmt.FILE_HEADER_SIZE:
+        if self.size < fmt.FILE_HEADER_V1_SIZE:
             self._fail(f"file ends after {self.size} bytes, inside the "
-                       f"{fmt.FILE_HEADER_SIZE}-byte file header: nothing was recorded")
-        fh = np.frombuffer(m, fmt.FILE_HEADER_DTYPE, 1)[0]
+                       f"{fmt.FILE_HEADER_V1_SIZE}-byte file header: nothing was recorded")
+        head = bytes(m[:fmt.FILE_HEADER_SIZE]).ljust(fmt.FILE_HEADER_SIZE, b"\0")
+        fh = np.frombuffer(head, fmt.FILE_HEADER_DTYPE, 1)[0]
         endian = int(fh["endian"])
         if endian != fmt.ENDIAN_MARK:
             if endian == int.from_bytes(fmt.ENDIAN_MARK.to_bytes(4, "big"), "little"):
@@ -125,60 +140,101 @@ class RecordFile:
                            "little-endian files only")
             self._fail(f"endian mark is {endian:#010x}, expected {fmt.ENDIAN_MARK:#010x}: "
                        "file header damaged")
-        if fh["version"] != fmt.FILE_VERSION:
-            self._fail(f"format version {fh['version']}; this reader reads version "
+        self.version = version = int(fh["version"])
+        if version not in (1, fmt.FILE_VERSION):
+            self._fail(f"format version {version}; this reader reads versions 1 to "
                        f"{fmt.FILE_VERSION} (use the hopscope that wrote it)")
         if fh["record_size"] != fmt.RECORD_SIZE:
             self._fail(f"record size {fh['record_size']} bytes; this reader's hs_record is "
                        f"{fmt.RECORD_SIZE} bytes (mismatched hopscope versions)")
+        start = fmt.FILE_HEADER_V1_SIZE if version == 1 else fmt.FILE_HEADER_SIZE
+        if self.size < start:
+            self._fail(f"file ends after {self.size} bytes, inside the "
+                       f"{start}-byte file header: nothing was recorded")
         hbytes = int(fh["header_bytes"])
-        end = fmt.FILE_HEADER_SIZE + hbytes
+        end = start + hbytes
         if hbytes % fmt.ALIGN:
             self._fail(f"header JSON length {hbytes} is not a multiple of {fmt.ALIGN}: "
                        "file header damaged")
         if end > self.size:
             self._fail(f"file ends at byte {self.size}, inside the {hbytes}-byte header JSON: "
                        "nothing was recorded")
-        try:
-            header = json.loads(bytes(m[fmt.FILE_HEADER_SIZE:end]).decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            self._fail(f"header JSON is not valid JSON ({e})")
+        raw = m[start:end]
+        if version == 1:
+            self.notes.append("format version 1: the header (interfaces, stages, clocks) is "
+                              "not covered by a checksum; damage to it cannot be detected")
+        elif self.verify:
+            crc = fmt.header_crc(m[:fmt.HEADER_CRC_FIXED], raw)
+            if crc != int(fh["header_crc32"]):
+                self._fail(f"the header (bytes 0..{end}) fails its CRC32 "
+                           f"({crc:#010x}, the file says {int(fh['header_crc32']):#010x}): "
+                           "header damaged, its interfaces, stages and clocks cannot be "
+                           "trusted (verify=False reads it all the same)")
+        header = _parse_json(bytes(raw), "header JSON", self._fail, self.notes)
         if not isinstance(header, dict):
             self._fail("header JSON is not an object")
         if header.get("format", fmt.JSON_FORMAT) != fmt.JSON_FORMAT:
             self._fail(f"header says format {header['format']!r}, expected {fmt.JSON_FORMAT!r}")
+        why = check_header(header)
+        if why:
+            self._fail(f"header JSON: {why}")
         return header, end
 
     def _read_chunks(self, off):
         m, size, index = self._map, self.size, 0
+        view = memoryview(m)
         flows, end_seen = [], False
-        while off < size and not end_seen:
-            if size - off < fmt.CHUNK_HEADER_SIZE:
-                self._stop(f"file ends {size - off} bytes into the chunk header at byte {off}")
-                break
-            h = np.frombuffer(m, fmt.CHUNK_DTYPE, 1, off)[0]
-            c = Chunk(index, off, int(h["type"]), int(h["count"]), int(h["bytes"]),
-                      int(h["crc32"]))
-            index += 1
-            if h["magic"] != fmt.CHUNK_MAGIC:
-                self._stop(f"no chunk header at byte {off} (magic {int(h['magic']):#010x}, "
-                           f"expected {fmt.CHUNK_MAGIC:#010x}): file damaged")
-                break
-            item = fmt.ITEM_SIZE.get(c.type)
-            if item and c.nbytes != c.count * item:
-                self._stop(f"{c.describe()} says {c.nbytes} payload bytes, but {c.count} x "
-                           f"{item} = {c.count * item}: chunk header damaged")
-                break
-            if c.end > size:
-                self._stop(f"{c.describe()} needs {c.end - off} bytes, the file ends "
-                           f"{size - off} bytes after its start")
-                break
-            off = self.whole_bytes = c.end
-            end_seen = c.type == fmt.CHUNK_END
-            if self.verify and zlib.crc32(m[c.payload:c.payload + c.nbytes]) != c.crc32:
-                self.problems.append(f"{c.describe()}: CRC mismatch, chunk skipped")
-            else:
-                self._use(c, flows)
+        try:
+            while off < size and not end_seen:
+                if size - off < fmt.CHUNK_HEADER_SIZE:
+                    self._stop(f"file ends {size - off} bytes into the chunk header at byte {off}")
+                    break
+                h = np.frombuffer(m, fmt.CHUNK_DTYPE, 1, off)[0]
+                c = Chunk(index, off, int(h["type"]), int(h["count"]), int(h["bytes"]),
+                          int(h["crc32"]))
+                index += 1
+                if h["magic"] != fmt.CHUNK_MAGIC:
+                    self._stop(f"no chunk header at byte {off} (magic {int(h['magic']):#010x}, "
+                               f"expected {fmt.CHUNK_MAGIC:#010x}): file damaged")
+                    break
+                item = fmt.ITEM_SIZE.get(c.type)
+                if item and c.nbytes != c.count * item:
+                    self._stop(f"{c.describe()} says {c.nbytes} payload bytes, but {c.count} x "
+                               f"{item} = {c.count * item}: chunk header damaged")
+                    break
+                if c.end > size:
+                    self._stop(f"{c.describe()} needs {c.end - off} bytes, the file ends "
+                               f"{size - off} bytes after its start")
+                    break
+                crc_ok = (zlib.crc32(view[c.payload:c.payload + c.nbytes]) == c.crc32
+                          if self.verify else None)
+                # a whole chunk is followed by another chunk's header or by the end of
+                # the file: a chunk whose count or length is off lands elsewhere (and
+                # fails its CRC); with a good CRC the next chunk's header is the damage
+                if (c.type != fmt.CHUNK_END and size - c.end >= 4 and crc_ok is not True
+                        and int.from_bytes(m[c.end:c.end + 4], "little") != fmt.CHUNK_MAGIC):
+                    self._stop(f"{c.describe()}: no chunk header follows it at byte {c.end}"
+                               + (", CRC mismatch" if crc_ok is False else "") +
+                               ": its count or length is damaged, chunk left out"
+                               + (f" ({c.count} records dropped)"
+                                  if c.type == fmt.CHUNK_RECORDS else ""))
+                    self._drop(c)
+                    break
+                off = self.whole_bytes = c.end
+                end_seen = c.type == fmt.CHUNK_END
+                if self.version >= 2 and int(h["index"]) != c.index:
+                    self.problems.append(
+                        f"{c.describe()} is numbered {int(h['index'])}: chunks are out of "
+                        "order or missing before it")
+                if crc_ok is False:
+                    self.problems.append(f"{c.describe()}: CRC mismatch, chunk left out"
+                                         + (f" ({c.count} records dropped)"
+                                            if c.type == fmt.CHUNK_RECORDS else ""))
+                    self._drop(c)
+                else:
+                    self._use(c, flows)
+        finally:
+            view.release()
         if end_seen and off < size:
             self.problems.append(f"{size - off} bytes after the END chunk ignored")
         if flows:
@@ -187,6 +243,10 @@ class RecordFile:
             self._stop("no END chunk: the recorder did not close the file "
                        "(killed, crashed or still running)")
         self._check_trailer()
+
+    def _drop(self, c):
+        if c.type == fmt.CHUNK_RECORDS:
+            self.dropped_records += c.count
 
     def _use(self, c, flows):
         """Keep one whole, intact chunk."""
@@ -200,6 +260,7 @@ class RecordFile:
             if obj is None:
                 return
             if c.type == fmt.CHUNK_COUNTERS:
+                self._check_snapshot(c, obj)
                 self.snapshots.append(obj)
             else:
                 self.trailer = obj
@@ -208,23 +269,144 @@ class RecordFile:
             return
         self.chunks.append(c)
 
+    def _check_snapshot(self, c, obj):
+        """A COUNTERS chunk is written right after the records it counts: fewer
+        records before it than it says were written means chunks are missing."""
+        written = obj.get("userspace", {}).get("records_written")
+        have = self.n_records + self.dropped_records
+        if isinstance(written, int) and written != have:
+            self.problems.append(f"{c.describe()} says {written} records were written by "
+                                 f"then, the file holds {have} before it: "
+                                 + ("chunks are missing" if written > have else
+                                    "chunks are out of place"))
+
     def _stop(self, why):
         self.truncated = True
         self.problems.append(why)
 
     def _json(self, c):
+        def fail(why):
+            raise ValueError(why)
         try:
-            obj = json.loads(bytes(self._map[c.payload:c.payload + c.nbytes]).decode())
-        except (UnicodeDecodeError, json.JSONDecodeError) as e:
-            self.problems.append(f"{c.describe()}: not valid JSON ({e}), skipped")
-            return None
-        if not isinstance(obj, dict):
-            self.problems.append(f"{c.describe()}: JSON is not an object, skipped")
+            obj = _parse_json(bytes(self._map[c.payload:c.payload + c.nbytes]), "JSON", fail,
+                              self.notes)
+            if not isinstance(obj, dict):
+                fail("JSON is not an object")
+            why = check_counters(obj)
+            if why:
+                fail(why)
+        except ValueError as e:
+            self.problems.append(f"{c.describe()}: {e}, skipped")
             return None
         return obj
 
     def _check_trailer(self):
         written = ((self.trailer or {}).get("userspace") or {}).get("records_written")
-        if isinstance(written, int) and written != self.n_records:
+        have = self.n_records + self.dropped_records
+        if isinstance(written, int) and written != have:
             self.problems.append(f"the END chunk says {written} records were written, "
-                                 f"the file holds {self.n_records}")
+                                 f"the file holds {have}")
+        if self.dropped_records:
+            self.problems.append(f"{self.dropped_records} records of damaged chunks dropped")
+
+
+def _parse_json(raw, what, fail, notes):
+    """The JSON text raw (bytes) as Python objects; fail(message) when it is not JSON.
+    Bytes that are not UTF-8 become U+FFFD (noted), never a refusal."""
+    try:
+        text = raw.decode()
+    except UnicodeDecodeError:
+        text = raw.decode(errors="replace")
+        notes.append(f"{what} holds bytes that are not UTF-8, read as U+FFFD")
+    try:
+        return json.loads(text)
+    except RecursionError:
+        fail(f"{what} is nested too deeply")
+    except ValueError as e:  # JSONDecodeError; an integer of more than 4300 digits
+        fail(f"{what} is not valid JSON ({e})")
+
+
+# ---- the shapes of the JSON parts: what readers use, checked before it is used ----
+
+_U64 = 1 << 64
+
+
+def _int(v):
+    return type(v) is int and -_U64 < v < _U64
+
+
+def _kind(v):
+    return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
+            int: "an integer", float: "a number", type(None): "null"}.get(type(v), "?")
+
+
+_HEADER_STR = ("format", "tracer_version", "backend", "command", "hostname", "clocksource")
+_HEADER_INT = ("version", "start_realtime_ns", "start_monotonic_ns", "mono_to_realtime_ns",
+               "slots_per_cpu", "ringbuf_bytes", "record_size")
+_HEADER_OBJ = ("kernel", "cpu", "netns", "backend_info", "record_flags", "drop_reasons")
+
+
+def check_header(h):
+    """Why the header JSON h (a dict) is not of the documented shape, or None.
+    Keys may be missing; keys present must have their type."""
+    for k in _HEADER_STR:
+        if h.get(k) is not None and not isinstance(h[k], str):
+            return f"{k!r} is {_kind(h[k])}, expected a string"
+    for k in _HEADER_INT:
+        if h.get(k) is not None and not _int(h[k]):
+            return f"{k!r} is {_kind(h[k])} {str(h[k])[:40]}, expected a 64-bit integer"
+    for k in _HEADER_OBJ:
+        if h.get(k) is not None and not isinstance(h[k], dict):
+            return f"{k!r} is {_kind(h[k])}, expected an object"
+    for k, sub in (("kernel", ("release", "version", "machine")), ("cpu", ("model",)),
+                   ("netns", ("name",))):
+        for s in sub:
+            v = (h.get(k) or {}).get(s)
+            if v is not None and not isinstance(v, str):
+                return f"{k}.{s} is {_kind(v)}, expected a string"
+    for k, s in (("cpu", "count"), ("netns", "inode")):
+        v = (h.get(k) or {}).get(s)
+        if v is not None and not _int(v):
+            return f"{k}.{s} is {_kind(v)}, expected an integer"
+    for k in ("stages", "counter_names", "stage_names"):
+        v = h.get(k)
+        if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
+            return f"{k!r} is not a list of strings"
+    ifaces = h.get("interfaces")
+    if ifaces is not None:
+        if not isinstance(ifaces, list):
+            return f"'interfaces' is {_kind(ifaces)}, expected a list"
+        for n, i in enumerate(ifaces):
+            if not isinstance(i, dict):
+                return f"interfaces[{n}] is {_kind(i)}, expected an object"
+            for k in ("name", "role", "driver", "xdp_mode", "rps_cpus"):
+                if i.get(k) is not None and not isinstance(i[k], str):
+                    return f"interfaces[{n}].{k} is {_kind(i[k])}, expected a string"
+            for k in ("ifindex", "mtu"):
+                if i.get(k) is not None and not _int(i[k]):
+                    return f"interfaces[{n}].{k} is {_kind(i[k])}, expected an integer"
+    hooks = h.get("hooks")
+    if hooks is not None and not isinstance(hooks, (list, dict)):
+        return f"'hooks' is {_kind(hooks)}, expected a list"
+    return None
+
+
+def check_counters(obj):
+    """Why a COUNTERS or END JSON is not of the documented shape, or None."""
+    if obj.get("monotonic_ns") is not None and not _int(obj["monotonic_ns"]):
+        return f"'monotonic_ns' is {_kind(obj['monotonic_ns'])}, expected an integer"
+    if obj.get("stop_reason") is not None and not isinstance(obj["stop_reason"], str):
+        return f"'stop_reason' is {_kind(obj['stop_reason'])}, expected a string"
+    for k in ("counters", "userspace"):
+        v = obj.get(k)
+        if v is None:
+            continue
+        if not isinstance(v, dict):
+            return f"{k!r} is {_kind(v)}, expected an object"
+        for name, x in v.items():
+            if name == "records_by_status":
+                if not isinstance(x, dict) or not all(_int(y) for y in x.values()):
+                    return f"{k}.{name} is not an object of integers"
+            elif not _int(x):
+                return f"{k}.{name} is {_kind(x)}, expected an integer"
+    return None

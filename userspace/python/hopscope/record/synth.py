@@ -227,7 +227,8 @@ class _Writer:
         self.offsets.append(self.f.tell())
         self.types.append(ctype)
         head = np.zeros(1, dtype=fmt.CHUNK_DTYPE)
-        head[0] = (fmt.CHUNK_MAGIC, ctype, count, len(payload), zlib.crc32(payload), 0)
+        head[0] = (fmt.CHUNK_MAGIC, ctype, count, len(payload), zlib.crc32(payload),
+                   len(self.offsets) - 1)
         self.f.write(head.tobytes())
         self.f.write(payload)
         self.f.write(bytes(fmt.padded(len(payload)) - len(payload)))
@@ -262,11 +263,8 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
         flows = flows[:max_flows]
     hjson = json.dumps(header, indent=1).encode()
     hjson += b" " * (fmt.padded(len(hjson)) - len(hjson))
-    fh = np.zeros(1, dtype=fmt.FILE_HEADER_DTYPE)
-    fh[0] = (fmt.FILE_MAGIC, fmt.FILE_VERSION, fmt.RECORD_SIZE, len(hjson), fmt.ENDIAN_MARK)
-
     with open(path, "wb") as f:
-        f.write(fh.tobytes())
+        f.write(fmt.file_header(hjson))
         f.write(hjson)
         w = _Writer(f)
         flows_written = 0
@@ -301,3 +299,32 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
         if truncate_bytes:
             f.truncate(size - truncate_bytes)
     return Synthetic(str(path), header, records, flows[:flows_written], w.offsets, w.types)
+
+
+def recompute_checksums(path):
+    """Rewrite the header's (version 2) and every whole chunk's CRC32 of the file
+    at path to match its bytes, as if it had been written so: for tests that
+    change a file on purpose. Stops at the first part that is not whole."""
+    with open(path, "r+b") as f:
+        data = bytearray(f.read())
+        if len(data) < fmt.FILE_HEADER_V1_SIZE:
+            return
+        fh = np.frombuffer(bytes(data[:fmt.FILE_HEADER_SIZE]).ljust(fmt.FILE_HEADER_SIZE,
+                                                                     b"\0"),
+                           fmt.FILE_HEADER_DTYPE, 1)[0]
+        start = fmt.FILE_HEADER_V1_SIZE if fh["version"] == 1 else fmt.FILE_HEADER_SIZE
+        off = start + int(fh["header_bytes"])
+        if fh["version"] != 1 and off <= len(data):
+            crc = fmt.header_crc(bytes(data[:fmt.HEADER_CRC_FIXED]), bytes(data[start:off]))
+            data[24:28] = crc.to_bytes(4, "little")
+        while off + fmt.CHUNK_HEADER_SIZE <= len(data):
+            h = np.frombuffer(bytes(data[off:off + fmt.CHUNK_HEADER_SIZE]), fmt.CHUNK_DTYPE)[0]
+            payload = off + fmt.CHUNK_HEADER_SIZE
+            end = payload + fmt.padded(int(h["bytes"]))
+            if h["magic"] != fmt.CHUNK_MAGIC or end > len(data):
+                break
+            crc = zlib.crc32(bytes(data[payload:payload + int(h["bytes"])]))
+            data[off + 16:off + 20] = crc.to_bytes(4, "little")
+            off = end
+        f.seek(0)
+        f.write(data)

@@ -1,5 +1,6 @@
-"""`hopscope verify FILE...`: every chunk's structure and CRC32, every
-record's status and flow; exit 0 only when each file is whole and intact."""
+"""`hopscope verify FILE...`: the header's CRC32 (version 2 files), every
+chunk's structure, number and CRC32, every record's status and flow; exit 0
+only when each file is whole and intact."""
 import sys
 
 from . import format as fmt
@@ -9,7 +10,8 @@ from .reader import RecordFile, RecordFileError
 
 def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="FILE", help="record files (.hsr)")
-    p.epilog = ("Reads every chunk, checks its CRC32 and every record's status and flow.\n"
+    p.epilog = ("Checks the header's CRC32, reads every chunk, checks its CRC32 and every\n"
+                "record's status and flow.\n"
                 "Exit status 0 when every file is whole and intact, 1 otherwise.\n\n"
                 "example:\n  hopscope verify run.hsr")
 
@@ -29,7 +31,10 @@ def run(args, parser):
         summary = (f"{rf.n_records} records in {kinds.count(fmt.CHUNK_RECORDS)} chunks, "
                    f"{len(rf.flows)} flows, {kinds.count(fmt.CHUNK_COUNTERS)} counter snapshots, "
                    + (f"END (stopped: {end})" if rf.trailer else "no END") +
-                   f"; CRC32 checked on {len(rf.chunks)} chunks")
+                   f"; CRC32 checked on {len(rf.chunks)} chunks"
+                   + ("" if rf.version == 1 else " and the header"))
+        for note in rf.notes:
+            print(f"{path}: note: {note}", file=sys.stderr)
         if rf.problems:
             bad += 1
             print(f"{path}: PROBLEMS: {summary}", file=sys.stderr)

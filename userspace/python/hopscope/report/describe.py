@@ -13,7 +13,10 @@ def add_arguments(p):
     p.add_argument("file", metavar="FILE", help="record file (.hsr)")
     p.add_argument("--json", action="store_true",
                    help="print the header, trailer and last counters as JSON instead")
-    p.add_argument("--verify", action="store_true", help="check every chunk's CRC32 too")
+    p.add_argument("--verify", action="store_true", default=True,
+                   help="(the default: the header's and every chunk's CRC32 are checked)")
+    p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
+                   help="do not check CRC32s: damaged bytes are shown as if whole")
     p.epilog = "example:\n  hopscope describe run.hsr"
 
 
@@ -35,8 +38,10 @@ def describe(df):
     out = [("file", f"{a['path']}: {len(df)} records"
             + (" (NOT WHOLE: see the warning above)" if a["truncated"] else ""))]
     start = h.get("start_realtime_ns")
-    when = (time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start / 1e9))
-            if isinstance(start, int) else "?")
+    try:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start / 1e9))
+    except (TypeError, ValueError, OverflowError, OSError):  # not a time this machine shows
+        when = "?"
     kernel, cpu = h.get("kernel") or {}, h.get("cpu") or {}
     out.append(("run", f"{when} on {h.get('hostname', '?')}, backend {h.get('backend', '?')}, "
                        f"tracer {h.get('tracer_version', '?')}"))
@@ -80,4 +85,6 @@ def describe(df):
     nonzero = ", ".join(f"{k} {v}" for k, v in counters.items() if v)
     out.append(("counters", nonzero or "none"))
     out.append(("problems", "; ".join(a["problems"]) or "none"))
+    if a.get("notes"):
+        out.append(("notes", "; ".join(a["notes"])))
     return out

@@ -1,0 +1,222 @@
+"""userspace/writer.c and json.c driven by a small C program (built with
+AddressSanitizer when the compiler has it): a disk that fills, an output path
+that is not a regular file or is being read, and text that is not UTF-8."""
+import json
+import mmap
+import os
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import hopscope
+from hopscope.record import format as fmt
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROGRAM = r"""
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include "json.h"
+#include "writer.h"
+
+static struct hs_writer w;
+static unsigned long long received;
+
+static int add(__u32 i, __u8 status)
+{
+	struct hs_record r;
+
+	memset(&r, 0, sizeof(r));
+	r.saddr[0] = 0x01011262 + (i % 50);
+	r.daddr[0] = 0x02031262;
+	r.proto = 17;
+	r.status = status;
+	r.t[HS_T1] = 1000 + i;
+	if (status == HS_ST_COMPLETE)
+		r.t[HS_T2] = r.t[HS_T1] + 1, r.t[HS_T3] = r.t[HS_T1] + 2, r.t[HS_T4] = r.t[HS_T1] + 3;
+	r.seq = hs_seq(0, i + 1);
+	received++;
+	return hs_writer_add(&w, &r);
+}
+
+static const char *counts(const char *stop)
+{
+	static char buf[512];
+
+	snprintf(buf, sizeof(buf), "{\"userspace\":{\"records_written\":%llu,"
+		 "\"records_not_stored\":%llu}%s%s%s}", (unsigned long long)(w.written + w.nbuf),
+		 (unsigned long long)w.not_stored, stop ? ",\"stop_reason\":\"" : "",
+		 stop ? stop : "", stop ? "\"" : "");
+	return buf;
+}
+
+static int full(const char *path, long limit, int n, int inflight)
+{
+	struct rlimit rl = { limit, limit };
+	int err = 0, first_err = 0;
+
+	signal(SIGXFSZ, SIG_IGN);	/* EFBIG rather than death */
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 3;
+	if (hs_writer_open(&w, path, "{\"format\":\"hopscope-record\"}"))
+		return 1;
+	/* the poll loop: stops adding at the first error, as record.c does */
+	for (int i = 0; i < n && !err; i++) {
+		err = add(i, HS_ST_COMPLETE);
+		if (!err && i % 20000 == 19999)
+			err = hs_writer_flush(&w, counts(NULL));
+	}
+	first_err = err;
+	/* the stop path: the ring's rest and the inflight ones, every one handed over */
+	for (int i = 0; i < inflight; i++)
+		add(n + i, HS_ST_INFLIGHT);
+	err = hs_writer_close(&w, counts(first_err ? "error" : "signal"));
+	printf("%llu %llu %llu %d %d\n", received, (unsigned long long)w.written,
+	       (unsigned long long)w.not_stored, first_err, err);
+	hs_writer_free(&w);
+	return 0;
+}
+
+static int text(const char *path)
+{
+	struct js j;
+	static const char *vals[] = {
+		"plain", "caf\xe9.hsr", "\xc3\xa9t\xc3\xa9", "cut \xe2\x82", "\xed\xa0\x80 surrogate",
+		"\xf4\x90\x80\x80 past U+10FFFF", "\xc0\xaf overlong", "q\"b\\\x01\x7f", "\xff",
+	};
+
+	js_init(&j);
+	js_open(&j, NULL, '{');
+	js_open(&j, "strings", '[');
+	for (unsigned i = 0; i < sizeof(vals) / sizeof(*vals); i++) {
+		js_open(&j, NULL, '{');
+		js_str(&j, "v", vals[i]);
+		js_close(&j, '}');
+	}
+	js_close(&j, ']');
+	/* "\xe2\x82\xac" is 3 bytes: a cut at 2..4 keeps whole characters */
+	js_u64(&j, "cut2", js_utf8_cut("ab\xe2\x82\xac", 2));
+	js_u64(&j, "cut3", js_utf8_cut("ab\xe2\x82\xac", 3));
+	js_u64(&j, "cut4", js_utf8_cut("ab\xe2\x82\xac", 4));
+	js_u64(&j, "cut5", js_utf8_cut("ab\xe2\x82\xac", 5));
+	js_close(&j, '}');
+	FILE *f = fopen(path, "w");
+	fputs(js_text(&j), f);
+	fclose(f);
+	js_free(&j);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (!strcmp(argv[1], "full"))
+		return full(argv[2], atol(argv[3]), atoi(argv[4]), atoi(argv[5]));
+	if (!strcmp(argv[1], "text"))
+		return text(argv[2]);
+	if (!strcmp(argv[1], "open")) {	/* a file with n records, nothing else */
+		if (hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}"))
+			return 1;
+		for (int i = 0; i < atoi(argv[3]); i++)
+			add(i, HS_ST_COMPLETE);
+		return hs_writer_close(&w, counts("signal")) ? 1 : 0;
+	}
+	return 2;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def harness(tmp_path_factory):
+    gcc = shutil.which("gcc")
+    assert gcc, "gcc is needed (scripts/install-deps.sh installs it)"
+    d = tmp_path_factory.mktemp("writer")
+    (d / "w.c").write_text(PROGRAM)
+    exe = d / "w"
+    src = [str(d / "w.c")] + [str(ROOT / "userspace" / f) for f in ("writer.c", "flows.c", "json.c")]
+    base = [gcc, "-std=gnu11", "-g", "-Wall", "-Werror", "-I", str(ROOT / "include"),
+            "-I", str(ROOT / "userspace"), "-o", str(exe)] + src + ["-lz"]
+    asan = subprocess.run(base[:1] + ["-fsanitize=address,undefined"] + base[1:],
+                          capture_output=True, text=True)
+    if asan.returncode:  # no sanitizer runtime here: the plain build still runs the checks
+        subprocess.run(base, check=True)
+    return exe
+
+
+def _run(exe, *args, **kw):
+    env = dict(os.environ, ASAN_OPTIONS="detect_leaks=0:abort_on_error=0:exitcode=99")
+    return subprocess.run([str(exe), *map(str, args)], capture_output=True, text=True,
+                          timeout=60, env=env, **kw)
+
+
+@pytest.mark.parametrize("limit", [4 << 20, 1 << 20, (9 << 20) + 1000])
+def test_full_disk_counts_every_record_and_keeps_the_file_whole(harness, tmp_path, limit):
+    """Issue 14 item 5: a chunk write that fails left nbuf at its maximum and the
+    stop path wrote past the buffer (AddressSanitizer: heap-buffer-overflow).
+    Now every record received is either in the file or counted not stored, and
+    the file is whole up to its last chunk, with an END chunk when one fits."""
+    path = tmp_path / "full.hsr"
+    n, inflight = 150_000, 70_000
+    out = _run(harness, "full", path, limit, n, inflight)
+    assert out.returncode == 0, out.stderr
+    assert "ERROR: AddressSanitizer" not in out.stderr and "runtime error" not in out.stderr
+    received, written, not_stored, first_err, err = map(int, out.stdout.split())
+    assert received == n + inflight or (first_err and received < n + inflight)
+    assert written + not_stored == received
+    assert first_err < 0 and not_stored > 0 and err < 0
+    assert f"WARNING: {not_stored} records were not stored" in out.stderr
+    assert os.path.getsize(path) <= limit
+    rf = hopscope.RecordFile(path)
+    assert rf.n_records == written
+    # cut back to whole chunks: at most the missing END is wrong with it
+    assert all("no END chunk" in p for p in rf.problems), rf.problems
+    if rf.trailer is not None:  # the END chunk fitted after the cut
+        assert rf.trailer["userspace"]["records_not_stored"] == not_stored
+        assert rf.trailer["stop_reason"] == "error"
+
+
+def test_output_over_a_file_being_read(harness, tmp_path):
+    """record -o over a file another process has mapped: the old file is replaced
+    by a rename, never truncated under the reader (which got SIGBUS)."""
+    path = tmp_path / "run.hsr"
+    assert _run(harness, "open", path, 5000).returncode == 0
+    old = path.read_bytes()
+    with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        assert _run(harness, "open", path, 10).returncode == 0
+        assert m[len(old) - 100:] == old[-100:]  # still readable: no SIGBUS
+    assert hopscope.RecordFile(path).n_records == 10
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["run.hsr"]  # no temp file left
+
+
+def test_output_fifo_is_refused(harness, tmp_path):
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    out = _run(harness, "open", fifo, 1)  # hung in open() before
+    assert out.returncode == 1 and "not a regular file" in out.stderr
+
+
+def test_text_that_is_not_utf8_is_valid_json(harness, tmp_path):
+    out = tmp_path / "t.json"
+    assert _run(harness, "text", out).returncode == 0
+    raw = out.read_bytes()
+    raw.decode()  # valid UTF-8 whatever went in
+    doc = json.loads(raw)
+    got = [(s["v"], s.get("v_hex")) for s in doc["strings"]]
+    assert got == [
+        ("plain", None),
+        ("caf\ufffd.hsr", b"caf\xe9.hsr".hex()),
+        ("\u00e9t\u00e9", None),
+        ("cut \ufffd\ufffd", b"cut \xe2\x82".hex()),
+        ("\ufffd\ufffd\ufffd surrogate", b"\xed\xa0\x80 surrogate".hex()),
+        ("\ufffd\ufffd\ufffd\ufffd past U+10FFFF", b"\xf4\x90\x80\x80 past U+10FFFF".hex()),
+        ("\ufffd\ufffd overlong", b"\xc0\xaf overlong".hex()),
+        ("q\"b\\\x01\x7f", None),
+        ("\ufffd", "ff"),
+    ]
+    assert (doc["cut2"], doc["cut3"], doc["cut4"], doc["cut5"]) == (2, 2, 2, 5)
