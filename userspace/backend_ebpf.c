@@ -366,8 +366,17 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 	}
 	e->cb = cb;
 	e->cb_ctx = ctx;
-	while (ring_buffer__consume(e->rb) > 0)
-		;
+	/* every record left in the ring is handed over, after a callback failure
+	 * too: libbpf consumes the failed record and returns the error, the
+	 * callback has counted the record it could not take (the writer counts
+	 * each one it cannot store) and its owner knows of the failure. The
+	 * programs are detached: the ring only empties. */
+	for (long guard = 0; guard < (1l << 32); guard++) {
+		int got = ring_buffer__consume(e->rb);
+
+		if (got == 0)
+			break;
+	}
 	size = hs_page_round(size);
 	slots = mmap(NULL, size, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
 	if (slots == MAP_FAILED) {
@@ -380,6 +389,8 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 		if (!r.seq || r.done)
 			continue;
 		r.status = HS_ST_INFLIGHT;
+		/* a failure is the callback's to count and report (as above):
+		 * every packet still inside is handed over */
 		cb(ctx, &r);
 		inflight++;
 	}

@@ -207,11 +207,16 @@ static int kmod_open(struct hs_backend *b, struct hs_config *cfg)
 	return 0;
 }
 
-/* hand every record read to cb: records read, or -errno; *inflight counts HS_ST_INFLIGHT */
+/* hand every record read to cb: records read, or -errno (a read that failed);
+ * *inflight counts HS_ST_INFLIGHT. A callback that fails has counted the record
+ * it could not take (the writer counts each record it cannot store) and
+ * reported its failure to its owner (record.c stops on it): the rest of that
+ * read's batch is handed over all the same, none dropped uncounted, and no
+ * further read is made (the stop drains what is left). */
 static int drain(struct kmod *k, hs_record_cb cb, void *ctx, int max_reads, int *eof,
 		 int *inflight)
 {
-	int n = 0;
+	int n = 0, cb_err = 0;
 
 	*eof = 0;
 	for (int i = 0; i < max_reads; i++) {
@@ -230,10 +235,12 @@ static int drain(struct kmod *k, hs_record_cb cb, void *ctx, int max_reads, int 
 			int err = cb(ctx, &k->buf[r]);
 
 			if (err)
-				return err < 0 ? err : -EIO;
+				cb_err = 1;
 			*inflight += k->buf[r].status == HS_ST_INFLIGHT;
 			n++;
 		}
+		if (cb_err)
+			break;
 	}
 	return n;
 }
@@ -272,7 +279,9 @@ static int kmod_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 			strerror(-n));
 		return n;
 	}
-	/* after stop: queued records, then the packets in flight, then end of file */
+	/* after stop: queued records, then the packets in flight, then end of file;
+	 * after a callback failure too, so that every record is handed over and
+	 * counted (the failure is the callback's to report) */
 	while (!eof) {
 		n = drain(k, cb, ctx, KMOD_READS_PER_POLL, &eof, &inflight);
 		if (n < 0)
