@@ -202,6 +202,9 @@ class RecordFile:
                     self._stop(f"{c.describe()} says {c.nbytes} payload bytes, but {c.count} x "
                                f"{item} = {c.count * item}: chunk header damaged")
                     break
+                if c.type in (fmt.CHUNK_COUNTERS, fmt.CHUNK_END) and c.count:
+                    self.problems.append(f"{c.describe()} has count {c.count}, expected 0: "
+                                         "chunk header damaged")
                 if c.end > size:
                     self._stop(f"{c.describe()} needs {c.end - off} bytes, the file ends "
                                f"{size - off} bytes after its start")
@@ -388,6 +391,14 @@ def check_header(h):
     hooks = h.get("hooks")
     if hooks is not None and not isinstance(hooks, (list, dict)):
         return f"'hooks' is {_kind(hooks)}, expected a list"
+    for n, k in enumerate(hooks if isinstance(hooks, list) else ()):
+        if not isinstance(k, dict):
+            return f"hooks[{n}] is {_kind(k)}, expected an object"
+        for f in ("stage", "hook", "backend"):
+            if k.get(f) is not None and not isinstance(k[f], str):
+                return f"hooks[{n}].{f} is {_kind(k[f])}, expected a string"
+        if k.get("priority") is not None and not _int(k["priority"]):
+            return f"hooks[{n}].priority is {_kind(k['priority'])}, expected an integer"
     return None
 
 
