@@ -1,6 +1,7 @@
 """hopscope.load: every column against what synth.py wrote, and every way a file
 can be damaged: truncated, killed, corrupt, not a record file at all."""
 import ipaddress
+import json
 import os
 import warnings
 from pathlib import Path
@@ -401,3 +402,103 @@ def test_not_a_usable_file(tmp_path, damage, message):
 def test_missing_file(tmp_path):
     with pytest.raises(hopscope.RecordFileError, match="No such file"):
         hopscope.load(tmp_path / "nothing.hsr")
+
+
+# ---- issue 14: damage that used to pass silently ----
+
+def test_drop_stage_255_is_counted_not_silently_nan(tmp_path):
+    s = _synth(tmp_path, n=2000, chunk_records=2000, drop_fraction=0.05)
+    dropped = np.flatnonzero(s.records["status"] == fmt.STATUS["dropped"])
+    first = s.chunk_offsets[s.chunk_types.index(fmt.CHUNK_RECORDS)] + fmt.CHUNK_HEADER_SIZE
+    at = fmt.RECORD_DTYPE.fields["drop_stage"][1]
+    for i in dropped[:3]:
+        _patch(s.path, first + int(i) * fmt.RECORD_SIZE + at, bytes([255]))
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match="3 dropped records have a drop stage this reader does not know"):
+        df = hopscope.load(s.path)
+    assert df["drop_stage"].iloc[dropped[:3]].isna().all()
+    assert df["drop_stage"].iloc[dropped[3:]].notna().all()
+
+
+def _chunks(path, s):
+    data = Path(path).read_bytes()
+    ends = s.chunk_offsets[1:] + [len(data)]
+    return data[:s.chunk_offsets[0]], [data[a:b] for a, b in zip(s.chunk_offsets, ends)]
+
+
+def test_swapped_records_chunks_are_detected(tmp_path):
+    s = _synth(tmp_path)
+    head, chunks = _chunks(s.path, s)
+    i, j = [k for k, t in enumerate(s.chunk_types) if t == fmt.CHUNK_RECORDS][:2]
+    chunks[i], chunks[j] = chunks[j], chunks[i]
+    Path(s.path).write_bytes(head + b"".join(chunks))
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"chunk {i} .* is numbered {j}: chunks are out of order"):
+        hopscope.load(s.path)
+
+
+def test_killed_file_missing_a_middle_chunk_is_detected(tmp_path):
+    """A version 1 file (no chunk numbers): the last snapshot counts more records
+    than the file holds before it."""
+    s = _synth(tmp_path, end=False)
+    head, chunks = _chunks(s.path, s)
+    k = _nth_chunk(s, fmt.CHUNK_RECORDS, 1)
+    text = head[fmt.FILE_HEADER_SIZE:]
+    Path(s.path).write_bytes(fmt.file_header(text, version=1) + text
+                             + b"".join(c for n, c in enumerate(chunks) if n != k))
+    with pytest.warns(hopscope.RecordFileWarning) as w:
+        df = hopscope.load(s.path)
+    msg = " ".join(str(x.message) for x in w)
+    assert "chunks are missing" in msg and "no END chunk" in msg
+    assert len(df) == N - CHUNK
+
+
+def test_chunk_count_one_too_high_returns_no_garbage_row(tmp_path):
+    s = _synth(tmp_path)
+    k = _nth_chunk(s, fmt.CHUNK_RECORDS, 1)
+    off = s.chunk_offsets[k]
+    _patch(s.path, off + 8, np.uint32(CHUNK + 1).tobytes(), checksums=False)
+    _patch(s.path, off + 12, np.uint32((CHUNK + 1) * fmt.RECORD_SIZE).tobytes(),
+           checksums=False)
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"chunk {k} .* at byte {off}: no chunk header follows it"):
+        df = hopscope.load(s.path)
+    assert len(df) == CHUNK  # the chunks before it; no row made of the next chunk's header
+    np.testing.assert_array_equal(df["key"], s.records["key"][:CHUNK])
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path):
+    fifo = tmp_path / "run.hsr"
+    os.mkfifo(fifo)
+    with pytest.raises(hopscope.RecordFileError, match="not a regular file"):
+        hopscope.load(fifo)
+
+
+def test_header_bytes_that_are_not_utf8_do_not_refuse_the_file(tmp_path):
+    s = _synth(tmp_path, n=300)
+    data = Path(s.path).read_bytes()
+    at = data.index(b'"synthetic"')
+    _patch(s.path, at + 1, b"\xe9")
+    with pytest.warns(hopscope.RecordFileWarning, match="not UTF-8, read as U\\+FFFD"):
+        df = hopscope.load(s.path)
+    assert len(df) == 300 and "\ufffd" in df.attrs["header"]["tracer_version"]
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"interfaces": "r-s1"}, "'interfaces' is a string, expected a list"),
+    ({"interfaces": [{"name": 7, "ifindex": 2}]}, r"interfaces\[0\].name is an integer"),
+    ({"stages": {"t1": 1}}, "'stages' is not a list of strings"),
+    ({"kernel": ["6.1"]}, "'kernel' is a list, expected an object"),
+    ({"cpu": "x86"}, "'cpu' is a string, expected an object"),
+    ({"start_realtime_ns": 10 ** 30}, "'start_realtime_ns' is an integer 1000"),
+])
+def test_wrong_typed_header_is_refused_with_a_message(tmp_path, change, message):
+    s = _synth(tmp_path, n=100)
+    h = dict(s.header, **change)
+    data = Path(s.path).read_bytes()
+    head, rest = data[:s.chunk_offsets[0]], data[s.chunk_offsets[0]:]
+    text = json.dumps(h).encode()
+    text += b" " * (-len(text) % 8)
+    Path(s.path).write_bytes(fmt.file_header(text) + text + rest)
+    with pytest.raises(hopscope.RecordFileError, match=message):
+        hopscope.load(s.path)

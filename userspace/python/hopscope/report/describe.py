@@ -36,7 +36,9 @@ def describe(df):
     """(label, text) lines summarising a loaded record file."""
     a, h = df.attrs, df.attrs["header"]
     out = [("file", f"{a['path']}: {len(df)} records"
-            + (" (NOT WHOLE: see the warning above)" if a["truncated"] else ""))]
+            + (" (NOT WHOLE: see the warning above)" if a["truncated"] else "")
+            + (f"; {a['dropped_records']} records of damaged chunks left out"
+               if a.get("dropped_records") else ""))]
     start = h.get("start_realtime_ns")
     try:
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(start / 1e9))
@@ -78,7 +80,8 @@ def describe(df):
     tr = a["trailer"]
     if tr:
         us = tr.get("userspace") or {}
-        keys = ("records_written", "flows", "flow_overflow", "inflight_at_stop")
+        keys = ("records_written", "records_not_stored", "flows", "flow_overflow",
+                "inflight_at_stop")
         detail = ", ".join(f"{k} {us[k]}" for k in keys if k in us)
         out.append(("stopped", f"{tr.get('stop_reason', '?')}; {detail}"))
     counters = (a["counters"] or {}).get("counters") or {}
