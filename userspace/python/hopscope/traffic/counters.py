@@ -1,7 +1,9 @@
 """What the kernel counted during a run, outside the tracer: every testbed
-interface's packets and drops, the receiver's UDP errors, the sink. Taken
-before the senders start and after they stop; the runner keeps the deltas."""
+interface's packets and drops, the receiver's UDP errors, the sink, and the
+CPU time the machine's host took from each CPU (steal). Taken before the
+senders start and after they stop; the runner keeps the deltas."""
 import json
+import os
 import subprocess
 
 FIELDS = ("packets", "bytes", "dropped", "errors")
@@ -17,6 +19,19 @@ def _links(ns):
         s = link["stats64"]
         stats[link["ifname"]] = {f"{d}_{f}": s[d][f] for d in ("rx", "tx") for f in FIELDS}
     return stats
+
+
+def _steal_ms():
+    """Each CPU's steal time (/proc/stat): time its vCPU was ready but the host
+    ran something else, which stalls senders and router alike."""
+    tick_ms = 1000 / os.sysconf("SC_CLK_TCK")
+    out = {}
+    with open("/proc/stat") as f:
+        for line in f:
+            fields = line.split()
+            if fields[0].startswith("cpu") and fields[0] != "cpu" and len(fields) > 8:
+                out[fields[0][3:]] = round(int(fields[8]) * tick_ms)
+    return out
 
 
 def _udp(ns):
@@ -38,6 +53,7 @@ class Counters:
         ns = self.lay["namespaces"]
         snap = {role: _links(name) for role, name in ns.items()}
         snap["receiver_udp"] = _udp(ns["receiver"])
+        snap["cpu_steal_ms"] = _steal_ms()
         if self.sink:
             words = self.testbed("sink").split()  # "packets N bytes M"
             snap["sink"] = {"packets": int(words[1]), "bytes": int(words[3])}
@@ -50,7 +66,8 @@ class Counters:
         self.snaps.append(self.snapshot())
 
     def deltas(self):
-        """{role: {interface: {counter: after - before}}, receiver_udp: {...}, sink: {...}}"""
+        """{role: {interface: {counter: after - before}}, receiver_udp: {...},
+        cpu_steal_ms: {cpu: ms}, sink: {...}}"""
         a, b = self.snaps
         return {k: _delta(a[k], b[k]) for k in a}
 
