@@ -96,7 +96,11 @@ static int create(struct hs_writer *w, const char *path)
 		w->tmp[0] = 0;
 		return -errno;
 	}
-	if (fchmod(w->fd, 0644))
+	/* the mode open(O_CREAT, 0644) would give: mkostemp makes it 0600 */
+	mode_t mask = umask(0);
+
+	umask(mask);
+	if (fchmod(w->fd, 0644 & ~mask))
 		fprintf(stderr, "hopscope: %s: %s\n", w->tmp, strerror(errno));
 	return 0;
 }
