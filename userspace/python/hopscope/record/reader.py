@@ -280,7 +280,7 @@ class RecordFile:
     def _check_snapshot(self, c, obj):
         """A COUNTERS chunk is written right after the records it counts: fewer
         records before it than it says were written means chunks are missing."""
-        written = obj.get("userspace", {}).get("records_written")
+        written = (obj.get("userspace") or {}).get("records_written")
         have = self.n_records + self.dropped_records
         if isinstance(written, int) and written != have:
             self.problems.append(f"{c.describe()} says {written} records were written by "
@@ -423,6 +423,11 @@ def check_counters(obj):
             if name == "records_by_status":
                 if not isinstance(x, dict) or not all(_int(y) for y in x.values()):
                     return f"{k}.{name} is not an object of integers"
-            elif not _int(x):
+            elif (k == "counters" or name in _USERSPACE_INT) and not _int(x):
                 return f"{k}.{name} is {_kind(x)}, expected an integer"
     return None
+
+
+# userspace keys of the COUNTERS and END JSON that readers use; others are ignored
+_USERSPACE_INT = ("records_written", "records_not_stored", "flows", "flow_overflow",
+                  "t4_unseen", "inflight_at_stop", "rb_records")
