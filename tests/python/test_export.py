@@ -47,6 +47,7 @@ def test_parquet_round_trip_keeps_values_categories_and_metadata(df, run, tmp_pa
     assert meta["trailer"] == df.attrs["trailer"]
     assert meta["counters"] == df.attrs["counters"]
     assert meta["truncated"] is False
+    assert meta["dropped_records"] == 0 and meta["problems"] == []
     assert back.attrs["header"] == run.header
 
 

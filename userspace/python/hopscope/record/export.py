@@ -2,7 +2,9 @@
 
 Parquet keeps the categorical columns (as dictionaries) and the run's metadata:
 the header, trailer and final counters as JSON under the key-value metadata
-keys "hopscope.header", "hopscope.trailer" and "hopscope.counters", and
+keys "hopscope.header", "hopscope.trailer" and "hopscope.counters" (with
+"hopscope.truncated", "hopscope.problems", "hopscope.dropped_records": records
+of damaged chunks left out, and "hopscope.notes"), and
 df.attrs for pandas (pd.read_parquet restores it). CSV holds the rows only.
 """
 import json
@@ -13,7 +15,8 @@ import pyarrow.parquet as pq
 
 from .load import load
 
-META_KEYS = ("header", "trailer", "counters", "truncated", "problems")
+META_KEYS = ("header", "trailer", "counters", "truncated", "problems", "dropped_records",
+             "notes")
 
 
 def _table(df):
