@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -76,7 +77,6 @@ class Parsed:
 
 def json_chunk(ctype, obj_bytes, index=0):
     head = np.zeros(1, fmt.CHUNK_DTYPE)
-    import zlib
     head[0] = (fmt.CHUNK_MAGIC, ctype, 0, len(obj_bytes), zlib.crc32(obj_bytes), index)
     return head.tobytes() + obj_bytes + bytes(-len(obj_bytes) % 8)
 
@@ -136,7 +136,7 @@ def mutations(p, rng, tag):
                     p.build(chunks=[p.chunk_bytes(m) for m in range(n) if m != k]),
                     v2 or k == n - 1 or p.chunks[k][2] == fmt.CHUNK_RECORDS))
     out.append((f"{tag} chunk {rec[0]} twice",
-                p.build(chunks=[p.chunk_bytes(m) for m in range(n)] [:rec[0] + 1]
+                p.build(chunks=[p.chunk_bytes(m) for m in range(n)][:rec[0] + 1]
                         + [p.chunk_bytes(m) for m in range(rec[0], n)]), True))
     return out
 

@@ -496,7 +496,7 @@ def test_wrong_typed_header_is_refused_with_a_message(tmp_path, change, message)
     s = _synth(tmp_path, n=100)
     h = dict(s.header, **change)
     data = Path(s.path).read_bytes()
-    head, rest = data[:s.chunk_offsets[0]], data[s.chunk_offsets[0]:]
+    rest = data[s.chunk_offsets[0]:]
     text = json.dumps(h).encode()
     text += b" " * (-len(text) % 8)
     Path(s.path).write_bytes(fmt.file_header(text) + text + rest)

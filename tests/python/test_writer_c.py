@@ -5,15 +5,12 @@ import json
 import mmap
 import os
 import shutil
-import signal
 import subprocess
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import hopscope
-from hopscope.record import format as fmt
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -139,7 +136,8 @@ def harness(tmp_path_factory):
     d = tmp_path_factory.mktemp("writer")
     (d / "w.c").write_text(PROGRAM)
     exe = d / "w"
-    src = [str(d / "w.c")] + [str(ROOT / "userspace" / f) for f in ("writer.c", "flows.c", "json.c")]
+    src = [str(d / "w.c")] + [str(ROOT / "userspace" / f)
+                              for f in ("writer.c", "flows.c", "json.c")]
     base = [gcc, "-std=gnu11", "-g", "-Wall", "-Werror", "-I", str(ROOT / "include"),
             "-I", str(ROOT / "userspace"), "-o", str(exe)] + src + ["-lz"]
     asan = subprocess.run(base[:1] + ["-fsanitize=address,undefined"] + base[1:],
