@@ -145,19 +145,23 @@ static __always_inline int hs_parse_ipv6(const struct hs_src *s, __u32 off,
 					 struct hs_key_input *k, struct hs_pkt *p)
 {
 	struct ipv6hdr ip;
-	__u32 l3end;
+	__u32 l3end, l3len;
 	__u8 nh;
 
 	if (hs_load(s, off, &ip, sizeof(ip)) || ip.version != 6)
 		return -1;
 	p->flags |= HS_F_IPV6;
-	p->ip_len = hs_ntohs(ip.payload_len) + sizeof(ip);
+	/* in 32 bits: a payload_len above 65495 plus the 40-byte header does not
+	 * fit ip_len's 16 bits; the record says 65535 (saturated), the parser
+	 * still knows where the packet claims to end */
+	l3len = (__u32)hs_ntohs(ip.payload_len) + sizeof(ip);
+	p->ip_len = l3len > 0xffff ? 0xffff : l3len;
 	p->tos = (ip.priority << 4) | (ip.flow_lbl[0] >> 4);
 	__builtin_memcpy(p->saddr, &ip.saddr, 16);
 	__builtin_memcpy(p->daddr, &ip.daddr, 16);
 	__builtin_memcpy(k->saddr, &ip.saddr, 16);
 	__builtin_memcpy(k->daddr, &ip.daddr, 16);
-	l3end = off + p->ip_len;
+	l3end = off + l3len;
 	off += sizeof(ip);
 	nh = ip.nexthdr;
 	HS_UNROLL

@@ -141,3 +141,12 @@ def test_bogus_ip_header_lengths():
     for r in run(Ether(bytes(bad_ihl)), Ether(bytes(short_total))):
         assert r["record"] is None
         assert r["counters"].get("xdp_truncated") == 1
+
+
+@pytest.mark.parametrize("plen, ip_len", [(65495, 65535), (65496, 65535), (65535, 65535),
+                                          (1000, 1040)])
+def test_ipv6_ip_len_saturates_instead_of_wrapping(plen, ip_len):
+    # payload_len + 40 above 65535 wrapped to a tiny ip_len (65500 + 40 -> 4)
+    (r,) = run(Ether() / IPv6(src=S6, dst=D6, plen=plen) / UDP(sport=1, dport=2) / Raw(b"p" * 24))
+    assert r["record"]["ip_len"] == ip_len
+    assert (r["record"]["sport"], r["record"]["dport"]) == (1, 2)
