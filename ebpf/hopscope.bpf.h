@@ -52,18 +52,45 @@ HS_EXTERN struct {
 	__uint(max_entries, 1 << 24);	/* set by the loader (--ring) */
 } records SEC(".maps");
 
-/* t0 (arrival) by packet key: no skb or metadata exists yet at XDP's side */
+/*
+ * t0 (arrival) by packet key: no skb or metadata exists yet at XDP's side.
+ * XDP deletes the entry it takes; a packet dropped between netif_rx and XDP
+ * (a full backlog) never comes to take its own. An LRU hash lets the oldest
+ * such leftovers go as new arrivals come, so the map never fills (it did:
+ * after 65536 backlog drops every later t0 was lost as t0_map_full). A
+ * leftover pushed out costs nothing; a live entry pushed out (more than
+ * max_entries packets between netif_rx and XDP) is a t0_miss, counted.
+ */
 struct hs_arrival_key {
 	__u32 key;
 	__u32 ifindex;
 };
 
 HS_EXTERN struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__type(key, struct hs_arrival_key);
 	__type(value, __u64);
 	__uint(max_entries, 65536);
 } arrivals SEC(".maps");
+
+/*
+ * The slot by skb address, for a packet whose metadata is gone: a packet tap
+ * (tcpdump) holds a clone of the packet's head, so forwarding copies the head
+ * (skb_cow in ip_forward), and the kernel clears the metadata of a copied
+ * head. PRE_ROUTING files such a packet here (only when its head is shared,
+ * so untapped traffic never pays a hash update); the later stages look here
+ * when they find no metadata, once hs_tapped says there is anything to find.
+ * Entries are left to the LRU: one whose packet left points at a slot whose
+ * seq moved on, which is stale.
+ */
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(max_entries, 65536);
+} by_skb SEC(".maps");
+
+HS_EXTERN volatile __u32 hs_tapped HS_ZERO;
 
 /* Settings fixed at load time (rodata: the verifier prunes what is off). */
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
@@ -76,6 +103,8 @@ HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
 /* --floor: every program returns at once (the verifier drops the rest), so a
  * run measures what the hooks alone cost, the floor no tracer there can beat */
 HS_EXTERN const volatile __u32 cfg_floor HS_ZERO;
+
+#define HS_READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
 #define HS_FLOOR_EXIT(ret) do { if (cfg_floor) return (ret); } while (0)
 
@@ -113,6 +142,78 @@ static __always_inline struct hs_record *hs_slot(__u64 seq)
 	return bpf_map_lookup_elem(&slots, &idx);
 }
 
+/*
+ * Slot ownership. A slot belongs to the packet whose seq it holds, and seq is
+ * the only ownership word: it is changed by atomic read-modify-writes alone
+ * (BPF cmpxchg/xchg with fetch are fully ordered, on x86 and arm64 alike).
+ *
+ *  - XDP takes a slot: if it holds a live packet it copies that record out,
+ *    then claims the slot with cmpxchg(seq: old -> 0); only if that succeeds
+ *    is the copy submitted (EVICTED). Then it fills the slot and publishes
+ *    the new seq with xchg, so every field is written before any later stage
+ *    can match the new seq.
+ *  - A packet's record leaves (t4, drop, LOCAL_IN, ring full) the same way:
+ *    copy first, then release with cmpxchg(seq: mine -> 0). For one seq
+ *    exactly one cmpxchg can succeed, so a packet is emitted once, as
+ *    COMPLETE or DROPPED or EVICTED, never twice; the loser discards its
+ *    copy (counted as a race). The copy is whole: it was read before the
+ *    successful cmpxchg, and anyone rewriting the slot must first win a
+ *    cmpxchg that comes after it. What a leaving packet adds (t4, out
+ *    ifindex, drop reason) goes into its copy, never into the slot.
+ *  - A stage stamps a field of a live slot (t[s], the skb seen) after
+ *    matching seq, then re-reads seq with a cmpxchg (a full barrier between
+ *    its store and that load). If the slot changed hands in between, the
+ *    stamp may have landed in the next packet's record: it is taken back
+ *    with cmpxchg(field: mine -> 0), which leaves a value anyone else wrote
+ *    since alone. At worst the next packet loses a stamp it made in that
+ *    window (0, "not seen"); it never carries another packet's instant.
+ * A slot released is seq 0 (free); `done` is no longer used.
+ */
+static __always_inline __u64 hs_seq_now(struct hs_record *rec, __u64 seq)
+{
+	/* an atomic read of seq, ordered after every earlier store */
+	return __sync_val_compare_and_swap(&rec->seq, seq, seq);
+}
+
+static __always_inline bool hs_release(struct hs_record *rec, __u64 seq)
+{
+	return __sync_val_compare_and_swap(&rec->seq, seq, 0) == seq;
+}
+
+/*
+ * A stage's stamp: t[s] = now and (skb_id not 0: t2) the skb that carries
+ * the packet, in the packet's own slot or nowhere. The skb id's take-back is a plain test and
+ * store (without alu32 there is no 32-bit cmpxchg): a lost race there costs
+ * at most a drop recognised late (hs_drop), never a wrong instant.
+ */
+static __always_inline void hs_stamp_slot(struct hs_record *rec, __u64 seq, enum hs_stage s,
+					  __u64 now, __u32 skb_id)
+{
+	if (skb_id)
+		rec->flow = skb_id;
+	rec->t[s] = now;
+	if (hs_seq_now(rec, seq) == seq)
+		return;
+	__sync_val_compare_and_swap(&rec->t[s], now, 0);
+	if (skb_id && HS_READ_ONCE(rec->flow) == skb_id)
+		rec->flow = 0;
+}
+
+/*
+ * The skb that carries the packet, as the slot's `flow` field holds it from
+ * t2 on (the recorder overwrites flow in every record it stores): the low 32
+ * bits of its address, never 0. Read through the stack: the verifier does
+ * not let a program turn a pointer into a number directly.
+ */
+static __always_inline __u32 hs_skb_id(const struct sk_buff *skb)
+{
+	const void *p = skb;
+	__u32 id = 0;
+
+	bpf_probe_read_kernel(&id, sizeof(id), &p);
+	return id ? id : 1;
+}
+
 enum hs_find { HS_FOUND, HS_NOMETA, HS_STALE };
 
 /*
@@ -121,8 +222,8 @@ enum hs_find { HS_FOUND, HS_NOMETA, HS_STALE };
  * packet that never met our XDP program (or whose headers moved) is never
  * mistaken for one that did; a slot reused since, or already emitted, is stale.
  */
-static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
-					    struct hs_record **rec, __u64 *seq)
+static __always_inline enum hs_find hs_find_meta(const struct sk_buff *skb,
+						 struct hs_record **rec, __u64 *seq)
 {
 	unsigned char *head = skb->head;
 	struct skb_shared_info *shinfo = (void *)(head + skb->end);
@@ -136,9 +237,56 @@ static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 	    m.magic != HS_META_MAGIC)
 		return HS_NOMETA;
 	*rec = hs_slot(m.seq);
-	if (!*rec || (*rec)->seq != m.seq || (*rec)->done)
+	if (!*rec || !m.seq || HS_READ_ONCE((*rec)->seq) != m.seq)
 		return HS_STALE;
 	*seq = m.seq;
+	return HS_FOUND;
+}
+
+/* the skb's address as a number (through the stack: see hs_skb_id) */
+static __always_inline __u64 hs_skb_addr(const struct sk_buff *skb)
+{
+	const void *p = skb;
+	__u64 a = 0;
+
+	bpf_probe_read_kernel(&a, sizeof(a), &p);
+	return a;
+}
+
+/*
+ * Another skb shares this skb's head, so its metadata too: a clone (a packet
+ * socket's, tcpdump's) or the original of one. SKB_DATAREF_MASK: the low 16
+ * bits of dataref count the skbs using the head.
+ */
+static __always_inline bool hs_head_shared(const struct sk_buff *skb)
+{
+	struct skb_shared_info *shinfo = (void *)(skb->head + skb->end);
+	int ref = 0;
+
+	if (!BPF_CORE_READ_BITFIELD(skb, cloned))
+		return false;
+	if (bpf_probe_read_kernel(&ref, sizeof(ref), &shinfo->dataref))
+		return false;
+	return (ref & 0xffff) > 1;
+}
+
+/* The packet's slot: through its metadata, or, where a copied head lost it, by_skb. */
+static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
+					    struct hs_record **rec, __u64 *seq)
+{
+	enum hs_find r = hs_find_meta(skb, rec, seq);
+	__u64 addr, *sq;
+
+	if (r != HS_NOMETA || !hs_tapped)
+		return r;
+	addr = hs_skb_addr(skb);
+	sq = bpf_map_lookup_elem(&by_skb, &addr);
+	if (!sq)
+		return HS_NOMETA;
+	*seq = *sq;
+	*rec = hs_slot(*seq);
+	if (!*rec || !*seq || HS_READ_ONCE((*rec)->seq) != *seq)
+		return HS_STALE;
 	return HS_FOUND;
 }
 
@@ -149,31 +297,45 @@ static __always_inline __u64 hs_wakeup_flag(void)
 }
 
 /*
- * Hand the slot's record to userspace with the given status and free the
- * slot. The copy is checked against seq afterwards: another CPU may reuse the
- * slot meanwhile, and a torn record must never leave the kernel.
+ * The first half of handing a record over: a copy of the slot in the ring
+ * buffer (NULL: the ring is full), for the caller to add what the leaving
+ * stage knows, then hs_emit_commit.
  */
-static __always_inline void hs_emit(struct hs_record *rec, __u64 seq, __u8 status)
+static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __u8 status)
 {
-	struct hs_record *out;
+	struct hs_record *out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
 
-	rec->status = status;
-	out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
+	if (!out)
+		return NULL;
+	__builtin_memcpy(out, rec, sizeof(*out));
+	out->status = status;
+	out->flow = 0;
+	out->done = 0;
+	return out;
+}
+
+/*
+ * The second half: release the slot if it is still seq's; submit the copy if
+ * it was, discard it if someone else released the slot first (false: the
+ * packet left by the other way, which counted it).
+ */
+static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
+					   struct hs_record *out, __u8 status)
+{
+	if (!hs_release(rec, seq)) {
+		if (out)
+			bpf_ringbuf_discard(out, BPF_RB_NO_WAKEUP);
+		return false;
+	}
 	if (!out) {
-		rec->done = 1;
 		hs_count(HS_C_RB_FAIL);
 		if (status == HS_ST_COMPLETE)
 			hs_count(HS_C_RB_FAIL_COMPLETE);
-		return;
+		return true;
 	}
-	__builtin_memcpy(out, rec, sizeof(*out));
-	if (rec->seq != seq) {
-		bpf_ringbuf_discard(out, BPF_RB_NO_WAKEUP);
-		hs_count(HS_C_RACE);
-		return;
-	}
-	rec->done = 1;
+	out->seq = seq;
 	bpf_ringbuf_submit(out, hs_wakeup_flag());
+	return true;
 }
 
 /* An optional stage: stamp the packet's slot if it has one. */
@@ -184,7 +346,7 @@ static __always_inline void hs_stamp(const struct sk_buff *skb, enum hs_stage s,
 
 	if (hs_find(skb, &rec, &seq) != HS_FOUND)
 		return;
-	rec->t[s] = now;
+	hs_stamp_slot(rec, seq, s, now, 0);
 	hs_count(HS_C_OPT_PKTS);
 }
 

@@ -10,8 +10,9 @@
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
-	struct hs_record *rec;
+	struct hs_record *rec, *out;
 	__u8 last = HS_T1;
+	__u32 seen;
 	__u64 seq;
 
 	HS_FLOOR_EXIT(0);
@@ -21,14 +22,29 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 		return 0;
 	if (hs_find(skb, &rec, &seq) != HS_FOUND)
 		return 0;
+	/*
+	 * The metadata lives in the packet's head, which clones share: a copy
+	 * freed (tcpdump's, dropped by its socket) is not the packet. The packet
+	 * is the skb the stages last saw (flow holds it); before any stage saw
+	 * one, an skb whose head another skb still uses is a copy's, or an
+	 * original whose copy lives on: neither is the packet's end.
+	 */
+	seen = HS_READ_ONCE(rec->flow);
+	if (seen ? seen != hs_skb_id(skb) : hs_head_shared(skb))
+		return 0;
+	out = hs_emit_begin(rec, HS_ST_DROPPED);
+	if (out) {
 #pragma unroll
-	for (int s = HS_T1; s < HS_NSTAGES; s++)
-		if (rec->t[s])
-			last = s;
-	rec->drop_stage = last;
-	rec->drop_reason = reason;
-	rec->cpu_out = bpf_get_smp_processor_id();
-	hs_count(HS_C_DROPPED);
-	hs_emit(rec, seq, HS_ST_DROPPED);
+		for (int s = HS_T1; s < HS_NSTAGES; s++)
+			if (out->t[s])
+				last = s;
+		out->drop_stage = last;
+		out->drop_reason = reason;
+		out->cpu_out = bpf_get_smp_processor_id();
+	}
+	if (hs_emit_commit(rec, seq, out, HS_ST_DROPPED))
+		hs_count(HS_C_DROPPED);
+	else
+		hs_count(HS_C_RACE);	/* evicted as it was dropped: recorded once, as evicted */
 	return 0;
 }

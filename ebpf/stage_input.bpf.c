@@ -31,10 +31,10 @@ int hs_input(struct xdp_md *ctx)
 	struct hs_src src = { .p = ctx, .xdp = true };
 	struct hs_key_input k = {};
 	struct hs_pkt p = {};
-	struct hs_record *rec;
+	struct hs_record *rec, *out;
 	struct hs_meta *meta;
 	__u32 zero = 0, cpu;
-	__u64 *n, seq;
+	__u64 *n, seq, old;
 	int r;
 
 	HS_FLOOR_EXIT(XDP_PASS);
@@ -76,13 +76,18 @@ int hs_input(struct xdp_md *ctx)
 		hs_count(HS_C_XDP_META_FAIL);
 		return XDP_PASS;
 	}
-	if (rec->seq && !rec->done) {
+	/* take the slot (hopscope.bpf.h, slot ownership): a packet still in it
+	 * is evicted, unless its own last stage releases it first */
+	old = HS_READ_ONCE(rec->seq);
+	out = old ? hs_emit_begin(rec, HS_ST_EVICTED) : NULL;
+	if (old && hs_emit_commit(rec, old, out, HS_ST_EVICTED))
 		hs_count(HS_C_EVICTED);
-		hs_emit(rec, rec->seq, HS_ST_EVICTED);
-	}
+	else if (!old)
+		/* free: still a full barrier, so the last owner's copy (made
+		 * before its release) is done before the stores below */
+		__sync_val_compare_and_swap(&rec->seq, 0, 0);
 
 	__builtin_memset(rec, 0, sizeof(*rec));
-	rec->seq = seq;
 	rec->t[HS_T1] = now;
 	rec->key = hs_key_hash(&k);
 	rec->in_ifindex = ctx->ingress_ifindex;
@@ -90,6 +95,8 @@ int hs_input(struct xdp_md *ctx)
 	hs_pkt_to_record(&p, rec);
 	if (hs_stage_on(HS_T0))
 		rec->t[HS_T0] = hs_arrival(rec->key, rec->in_ifindex, &rec->flags);
+	/* published last, fully ordered: a stage that matches seq sees the rest */
+	__sync_lock_test_and_set(&rec->seq, seq);
 
 	meta->seq = seq;
 	meta->magic = HS_META_MAGIC;

@@ -10,7 +10,7 @@ SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 {
 	__u64 now;
-	struct hs_record *rec;
+	struct hs_record *rec, *out;
 	bool traced;
 	__u64 seq;
 
@@ -31,16 +31,23 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	case HS_FOUND:
 		break;
 	}
-	rec->t[HS_T4] = now;
-	rec->out_ifindex = dev->ifindex;
-	rec->cpu_out = bpf_get_smp_processor_id();
+	/* what t4 adds goes into the copy: the slot may change hands meanwhile */
+	out = hs_emit_begin(rec, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT);
+	if (out) {
+		out->t[HS_T4] = now;
+		out->out_ifindex = dev->ifindex;
+		out->cpu_out = bpf_get_smp_processor_id();
+	}
+	if (!hs_emit_commit(rec, seq, out, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT)) {
+		/* evicted while it left: recorded once, as evicted */
+		hs_count(HS_C_RACE);
+		return 0;
+	}
 	if (traced) {
 		hs_count(HS_C_OUT_PKTS);
 		hs_count(HS_C_COMPLETE);
-		hs_emit(rec, seq, HS_ST_COMPLETE);
 	} else {
 		hs_count(HS_C_OTHER_OUT);
-		hs_emit(rec, seq, HS_ST_OTHER_OUT);
 	}
 	return 0;
 }

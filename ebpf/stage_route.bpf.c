@@ -19,7 +19,16 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 	now = bpf_ktime_get_ns();
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
-		rec->t[s] = now;
+		/* from PRE_ROUTING on, this skb is the packet (hs_drop) */
+		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
+		/* a tap holds a copy: forwarding will copy the head, and lose the
+		 * metadata with it (by_skb) */
+		if (s == HS_T2 && hs_head_shared(ctx->skb)) {
+			__u64 addr = hs_skb_addr(ctx->skb);
+
+			if (!bpf_map_update_elem(&by_skb, &addr, &seq, BPF_ANY) && !hs_tapped)
+				hs_tapped = 1;
+		}
 		hs_count(c_ok);
 		break;
 	case HS_NOMETA:
@@ -59,9 +68,8 @@ int hs_localin(struct bpf_nf_ctx *ctx)
 	__u64 seq;
 
 	HS_FLOOR_EXIT(NF_ACCEPT);
-	if (hs_find(ctx->skb, &rec, &seq) == HS_FOUND) {
-		rec->done = 1;
+	/* retired without a record: the slot is released like an emit's */
+	if (hs_find(ctx->skb, &rec, &seq) == HS_FOUND && hs_release(rec, seq))
 		hs_count(HS_C_LOCAL);
-	}
 	return NF_ACCEPT;
 }

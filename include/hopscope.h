@@ -122,8 +122,10 @@ struct hs_record {
 	__u32 drop_reason;	/* 76  enum skb_drop_reason, when status == DROPPED */
 	__u32 in_ifindex;	/* 80 */
 	__u32 out_ifindex;	/* 84 */
-	__u32 flow;		/* 88  filled by the recorder: index in the file's flow table */
-	__u16 ip_len;		/* 92  IPv4 total length / IPv6 payload length + 40 */
+	__u32 flow;		/* 88  filled by the recorder: index in the file's flow table
+				 *     (in the eBPF slot table: the skb last seen, hs_drop) */
+	__u16 ip_len;		/* 92  IPv4 total length / IPv6 payload length + 40,
+				 *     65535 when that sum does not fit */
 	__u16 sport;		/* 94  host order; 0 when none (fragment, non TCP/UDP) */
 	__u16 dport;		/* 96 */
 	__u16 cpu_in;		/* 98  CPU at t1 */
@@ -133,7 +135,7 @@ struct hs_record {
 	__u8 status;		/* 104 enum hs_status */
 	__u8 drop_stage;	/* 105 enum hs_stage: last stage seen before the drop */
 	__u8 flags;		/* 106 enum hs_flag bits */
-	__u8 done;		/* 107 kernel-side: record emitted, slot free */
+	__u8 done;		/* 107 unused, 0 (the eBPF slots are free when seq is 0) */
 	__u32 saddr[4];		/* 108 network order; IPv4 in saddr[0] */
 	__u32 daddr[4];		/* 124 */
 	__u32 pad;		/* 140 keeps the size a multiple of 8 */
@@ -195,7 +197,7 @@ struct hs_meta {
 	X(HS_C_DROPPED, 22, "dropped") \
 	X(HS_C_EVICTED, 23, "evicted") \
 	X(HS_C_OTHER_OUT, 24, "other_out") \
-	X(HS_C_RACE, 25, "race")		/* slot reused while copied: record discarded */ \
+	X(HS_C_RACE, 25, "race")		/* evicted while it left: one record (evicted) */ \
 	X(HS_C_RB_FAIL, 26, "rb_fail")		/* ring buffer full: record lost */ \
 	X(HS_C_RB_FAIL_COMPLETE, 27, "rb_fail_complete") \
 	X(HS_C_PROG_MISSES, 28, "prog_misses")	/* runs the kernel skipped (prog info) */

@@ -20,9 +20,9 @@ def sh(*cmd, check=True, **kw):
     return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
 
 
-def ns(name, *cmd, **kw):
+def ns(name, *cmd, prefix=PREFIX, **kw):
     """Run cmd in the testbed namespace name (sender1, router, ...)."""
-    return sh("ip", "netns", "exec", PREFIX + name, *cmd, **kw)
+    return sh("ip", "netns", "exec", prefix + name, *cmd, **kw)
 
 
 def hs_programs():
@@ -31,11 +31,12 @@ def hs_programs():
 
 
 class Testbed:
-    def __init__(self):
+    def __init__(self, prefix=PREFIX):
         self.procs = []
+        self.prefix = prefix
 
     def up(self, *args):
-        env = dict(os.environ, HS_PREFIX=PREFIX)
+        env = dict(os.environ, HS_PREFIX=self.prefix)
         r = subprocess.run([TESTBED, "up", *args], env=env, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return self
@@ -45,12 +46,12 @@ class Testbed:
             if p.poll() is None:
                 p.kill()
             p.wait()
-        subprocess.run([TESTBED, "down"], env=dict(os.environ, HS_PREFIX=PREFIX),
+        subprocess.run([TESTBED, "down"], env=dict(os.environ, HS_PREFIX=self.prefix),
                        capture_output=True, text=True)
 
     def spawn(self, name, *cmd, **kw):
         """A background process in a namespace, killed at teardown."""
-        p = subprocess.Popen(["ip", "netns", "exec", PREFIX + name, *cmd],
+        p = subprocess.Popen(["ip", "netns", "exec", self.prefix + name, *cmd],
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
         self.procs.append(p)
         return p
@@ -87,9 +88,9 @@ def start_recorder(argv, timeout=60, **kw):
 class Recorder:
     """`hopscope record` in the background; stop() sends SIGINT like Ctrl-C."""
 
-    def __init__(self, out, *extra, ins="r-s1,r-s2", outs="r-rx"):
+    def __init__(self, out, *extra, ins="r-s1,r-s2", outs="r-rx", prefix=PREFIX):
         self.out = str(out)
-        self.p = start_recorder([HOPSCOPE, "record", "--netns", PREFIX + "router", "--in", ins,
+        self.p = start_recorder([HOPSCOPE, "record", "--netns", prefix + "router", "--in", ins,
                                  "--out", outs, "-o", self.out, *extra],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 

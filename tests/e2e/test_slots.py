@@ -1,0 +1,161 @@
+"""The eBPF stages' bookkeeping under stress, end to end: packet copies freed
+on the router (tcpdump, a packet socket) are not the packet's drop, eviction
+under a long output queue records each packet once, and t0's arrivals map
+survives packets dropped before XDP. Own namespace prefix, so these run beside
+the other end-to-end tests."""
+import re
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+import hopscope
+
+from conftest import HOPSCOPE, TESTBED, Recorder, Testbed, sh
+
+P = "hst-sl-"
+RX4 = "198.18.3.2"
+
+
+@pytest.fixture
+def tb():
+    t = Testbed(P)
+    t.down()
+    yield t
+    t.down()
+    left = sh("ip", "netns", "list").stdout
+    assert P not in left, "namespaces left behind: " + left
+
+
+def summary(text):
+    """{name: count} of the summary's records and counters lines"""
+    out = {}
+    for m in re.finditer(r"([a-z_0-9]+) (\d+)", text.split("records in", 1)[-1]):
+        out.setdefault(m.group(1), int(m.group(2)))
+    return out
+
+
+def udp(path, port):
+    """the test's own datagrams (the router also drops multicast it is not
+    listening to, e.g. MLD reports: real drops, not the test's)"""
+    df = hopscope.load(str(path))
+    return df[(df.proto == 17) & (df.dport == port)], df.attrs["counters"]["counters"]
+
+
+def send_udp(n, size, dst=RX4, port=9, gap=0.0):
+    code = ("import socket,time,sys\n"
+            "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+            "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<24)\n"
+            f"for i in range({n}):\n"
+            f"    s.sendto(i.to_bytes(4,'big')*({size}//4),('{dst}',{port}))\n"
+            f"    {'time.sleep(%r)' % gap if gap else 'pass'}\n")
+    return subprocess.Popen(["ip", "netns", "exec", P + "sender1", sys.executable, "-c", code])
+
+
+# a packet socket on the router's input that never reads: its queue holds a
+# clone of every packet (sharing the packet's head, so its metadata); when the
+# socket closes the clones are freed with kfree_skb
+QUIET_SOCKET = """
+import socket, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
+s.bind(("r-s1", 0))
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_copies_freed_on_the_router_are_not_drops(tb, tmp_path):
+    # 300 packets of 1000 B wait up to 1.3 s in a 2 Mbit/s TBF on the output
+    tb.up("--mode", "inline", "--shape", "tbf:2mbit:600kb")
+    tb.spawn("router", "tcpdump", "-i", "r-s1", "-n", "-w", "/dev/null")
+    sock = subprocess.Popen(["ip", "netns", "exec", P + "router", sys.executable, "-c",
+                             QUIET_SOCKET], stdout=subprocess.PIPE, text=True)
+    tb.procs.append(sock)
+    assert sock.stdout.readline() == "ready\n"
+    rec = Recorder(tmp_path / "clones.hsr", "-q", ins="r-s1", outs="r-rx", prefix=P)
+    snd = send_udp(300, 1000)
+    assert snd.wait(timeout=60) == 0
+    time.sleep(0.2)
+    # the originals are still queued: their clones go now
+    sock.send_signal(signal.SIGKILL)
+    sock.wait()
+    time.sleep(2.5)
+    print(rec.stop())
+    d, c = udp(rec.out, 9)
+    # every packet forwarded, once, complete: no copy's free taken for its drop
+    assert len(d) == 300 and d.seq.is_unique, d.status.value_counts()
+    st = d.status.value_counts()
+    assert st["dropped"] == 0, st
+    # complete, but for the t4 gap (README, Known limits: up to ~1 % without
+    # the testbed's shield, which another testbed's state can keep off)
+    assert st["complete"] >= 297, st
+    assert (d[d.status != "complete"].t3 > 0).all(), d[d.status != "complete"]
+    assert c["race"] == 0 and c["evicted"] == 0, c
+
+
+def test_eviction_mid_flight_records_each_packet_once(tb, tmp_path):
+    # 64 slots per CPU, 300 packets queued behind a slow TBF: most are
+    # evicted while they wait, then reach t4 (stale) -- each must be recorded
+    # exactly once, as evicted or complete, and the counters must agree
+    tb.up("--mode", "inline", "--shape", "tbf:2mbit:600kb")
+    rec = Recorder(tmp_path / "evict.hsr", "-q", "--slots", "64", ins="r-s1", outs="r-rx",
+                   prefix=P)
+    snd = send_udp(300, 1000)
+    assert snd.wait(timeout=60) == 0
+    time.sleep(2.5)
+    print(rec.stop())
+    d, c = udp(rec.out, 9)
+    st = d.status.value_counts()
+    # one record per packet: never both evicted and complete
+    assert len(d) == 300 and d.seq.is_unique, st
+    assert set(st[st > 0].index) <= {"complete", "evicted"}, st
+    assert st["evicted"] >= 100, st
+    # the counters count what the records say
+    assert c["evicted"] == st["evicted"] and c["complete"] == st["complete"], (c, st)
+    # an evicted packet's own t4 found its slot taken: stale, not a second record
+    assert c["stale"] >= st["evicted"] - 5, c
+    # a complete record has all four instants, in order
+    ok = d[d.status == "complete"]
+    assert ((ok.t1 <= ok.t2) & (ok.t2 <= ok.t3) & (ok.t3 <= ok.t4)).all()
+
+
+def test_t0_survives_packets_dropped_before_xdp(tb, tmp_path):
+    # RPS: the router's input backlog on its own CPU; a flood with a large
+    # send buffer overflows it, so packets get a t0 (netif_rx) and never reach
+    # XDP. Each left an entry in the arrivals map: 65536 of them filled it and
+    # every later packet lost its t0.
+    tb.up("--mode", "rps")
+    tb.spawn("receiver", "iperf3", "-s", "-1")
+    time.sleep(0.5)
+    rec = Recorder(tmp_path / "t0.hsr", "-q", "--stages", "t0", "--no-drops", ins="r-s1",
+                   outs="r-rx", prefix=P)
+    before = softnet_dropped()
+    flood = subprocess.run(["ip", "netns", "exec", P + "sender1", "iperf3", "-c", RX4,
+                            "-u", "-b", "0", "-l", "64", "-w", "4M", "-t", "5", "-J"],
+                           capture_output=True, text=True)
+    backlog_drops = softnet_dropped() - before
+    time.sleep(0.5)
+    slow = send_udp(500, 100, port=7, gap=0.002)
+    assert slow.wait(timeout=60) == 0
+    time.sleep(0.5)
+    text = rec.stop()
+    print(text)
+    s = summary(text)
+    if backlog_drops < 70000:
+        pytest.skip(f"{text} the flood overflowed the backlog only {backlog_drops} times "
+                    f"(65536 needed to show the leak); iperf3 rc {flood.returncode}")
+    # the slow packets, after the flood, got their t0: no map full, no miss
+    # beyond the flood's own (a t0_miss is a live entry pushed out)
+    assert s["t0_map_full"] == 0, s
+
+
+def softnet_dropped():
+    """packets the input backlogs dropped, all CPUs (column 2 of softnet_stat)"""
+    total = 0
+    with open("/proc/net/softnet_stat") as f:
+        for line in f:
+            total += int(line.split()[1], 16)
+    return total
