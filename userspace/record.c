@@ -312,6 +312,7 @@ static char *counters_json(struct run *run, const char *stop_reason)
 		.flows = run->w.flows.n,
 		.flow_overflow = run->w.flows.overflow,
 		.t4_unseen = run->w.t4_unseen,
+		.not_stored = run->w.not_stored,
 	};
 
 	js_init(&j);
@@ -380,7 +381,11 @@ static int record_loop(struct run *run, struct opts *o)
 		int n = run->b->poll(run->b, 20, on_record, run);
 
 		if (n < 0 && n != -EINTR) {
-			fprintf(stderr, "hopscope: reading records: %s\n", strerror(-n));
+			/* a write error comes back through the callback (the writer
+			 * counts what it cannot store from then on) */
+			fprintf(stderr, "hopscope: %s: %s\n", run->err ? "writing the record file" :
+				"reading records", strerror(-n));
+			run->err = run->err ?: n;
 			reason = "error";
 			break;
 		}
@@ -411,8 +416,13 @@ static int record_loop(struct run *run, struct opts *o)
 
 	read_counters(run, 1);
 	js = counters_json(run, reason);
-	if (!run->err && js)
-		run->err = hs_writer_close(&run->w, js);
+	/* after a write error too: the writer cut the file back to whole chunks,
+	 * and the END chunk says how many records it could not store */
+	if (js) {
+		int err = hs_writer_close(&run->w, js);
+
+		run->err = run->err ?: err;
+	}
 	free(js);
 	summary(run, o->output, reason, now_s() - start);
 	if (inflight > 0 && (uint64_t)inflight > run->w.t4_unseen)

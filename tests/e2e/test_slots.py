@@ -159,3 +159,34 @@ def softnet_dropped():
         for line in f:
             total += int(line.split()[1], 16)
     return total
+
+
+def test_full_disk_the_end_chunk_counts_what_was_not_stored(tb, tmp_path):
+    """the recorder's file fills its disk: exit 1, the file whole up to its
+    last chunk and closed with an END chunk whose counts add up: records in
+    the file + records not stored = records received (the summary's)"""
+    tb.up("--mode", "inline")
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    sh("mount", "-t", "tmpfs", "-o", "size=1m", "hst-sl-disk", str(disk))
+    try:
+        rec = Recorder(disk / "full.hsr", "-q", ins="r-s1", outs="r-rx", prefix=P)
+        # 5000 records (720 kB) a second: the first chunk fits, the second not;
+        # the recorder stops at the error
+        for _ in range(3):
+            assert send_udp(5000, 16).wait(timeout=120) == 0
+            time.sleep(1.2)
+        rec.p.send_signal(signal.SIGINT)
+        _, err = rec.p.communicate(timeout=60)
+        print(err)
+        assert rec.p.returncode == 1, err
+        assert "No space left on device" in err, err
+        received = sum(summary(err.split("records   ", 1)[1].split("\n", 1)[0]).values())
+        df = hopscope.load(str(disk / "full.hsr"))
+        u = df.attrs["trailer"]["userspace"]
+        assert u["records_not_stored"] > 0, u
+        assert u["records_written"] == len(df), (u, len(df))
+        assert len(df) >= 5000, (u, len(df))
+        assert len(df) + u["records_not_stored"] == received >= 10000, (u, len(df), received)
+    finally:
+        sh("umount", str(disk), check=False)
