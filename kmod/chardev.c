@@ -48,42 +48,80 @@ static int hs_release(struct inode *inode, struct file *f)
 	return 0;
 }
 
+/*
+ * Fill bounce from the ring (after stop: from the slots still in flight).
+ * Under s->lock only for that: 0 records, or -EINVAL before a recording
+ * started. *stopped: the recording is over.
+ */
+static int hs_read_fill(struct hs_session *s, u32 max, bool *stopped)
+{
+	enum hs_state state;
+	u32 n;
+
+	if (mutex_lock_interruptible(&s->lock))
+		return -ERESTARTSYS;
+	state = s->state;
+	if (state == HS_IDLE || state == HS_CONFIGURED) {
+		mutex_unlock(&s->lock);
+		return -EINVAL;
+	}
+	n = hs_ring_pop(&s->ring, s->bounce, max);
+	if (!n && state == HS_STOPPED)
+		n = hs_slots_drain(s, s->bounce, max);
+	mutex_unlock(&s->lock);
+	s->bounce_off = 0;
+	s->bounce_n = n;
+	*stopped = state == HS_STOPPED;
+	return n;
+}
+
 static ssize_t hs_read(struct file *f, char __user *buf, size_t count, loff_t *pos)
 {
 	struct hs_session *s = f->private_data;
 	u32 max = min_t(size_t, count / sizeof(struct hs_record), HS_BOUNCE_RECORDS), n;
-	enum hs_state state;
+	size_t bytes, left;
+	bool stopped;
 	ssize_t ret;
+	int got;
 
 	if (!max)
 		return -EINVAL;
-	for (;;) {
-		if (mutex_lock_interruptible(&s->lock))
-			return -ERESTARTSYS;
-		state = s->state;
-		if (state == HS_IDLE || state == HS_CONFIGURED) {
-			mutex_unlock(&s->lock);
-			return -EINVAL;
+	if (mutex_lock_interruptible(&s->read_lock))
+		return -ERESTARTSYS;
+	while (!s->bounce_n) {
+		got = hs_read_fill(s, max, &stopped);
+		if (got) {
+			if (got < 0) {
+				ret = got;
+				goto out;
+			}
+			break;
 		}
-		n = hs_ring_pop(&s->ring, s->bounce, max);
-		if (!n && state == HS_STOPPED)
-			n = hs_slots_drain(s, s->bounce, max);
-		if (n) {
-			ret = n * sizeof(struct hs_record);
-			if (copy_to_user(buf, s->bounce, ret))
-				ret = -EFAULT;
-			mutex_unlock(&s->lock);
-			return ret;
-		}
-		mutex_unlock(&s->lock);
-		if (state == HS_STOPPED)
-			return 0;
+		ret = 0;
+		if (stopped)
+			goto out;
+		ret = -EAGAIN;
 		if (f->f_flags & O_NONBLOCK)
-			return -EAGAIN;
+			goto out;
+		mutex_unlock(&s->read_lock);
 		if (wait_event_interruptible(s->wq, hs_ring_len(&s->ring) ||
 					     READ_ONCE(s->state) != HS_RUNNING))
 			return -ERESTARTSYS;
+		if (mutex_lock_interruptible(&s->read_lock))
+			return -ERESTARTSYS;
 	}
+	/* no session lock here: see struct hs_session */
+	n = min(max, s->bounce_n);
+	bytes = n * sizeof(struct hs_record);
+	left = copy_to_user(buf, s->bounce + s->bounce_off, bytes);
+	/* whole records only; what did not arrive is handed out next time */
+	n = (bytes - left) / sizeof(struct hs_record);
+	s->bounce_off += n;
+	s->bounce_n -= n;
+	ret = n ? (ssize_t)(n * sizeof(struct hs_record)) : -EFAULT;
+out:
+	mutex_unlock(&s->read_lock);
+	return ret;
 }
 
 static __poll_t hs_poll(struct file *f, poll_table *wait)
@@ -91,7 +129,8 @@ static __poll_t hs_poll(struct file *f, poll_table *wait)
 	struct hs_session *s = f->private_data;
 
 	poll_wait(f, &s->wq, wait);
-	if (hs_ring_len(&s->ring) || READ_ONCE(s->state) == HS_STOPPED)
+	if (hs_ring_len(&s->ring) || READ_ONCE(s->bounce_n) ||
+	    READ_ONCE(s->state) == HS_STOPPED)
 		return EPOLLIN | EPOLLRDNORM;
 	return 0;
 }
@@ -124,9 +163,14 @@ static long hs_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 			err = -EFAULT;
 			break;
 		}
+		/* records an earlier recording left undelivered are not this one's */
+		mutex_lock(&s->read_lock);
 		mutex_lock(&s->lock);
 		err = hs_session_configure(s, &u->cfg);
+		if (!err)
+			s->bounce_n = 0;
 		mutex_unlock(&s->lock);
+		mutex_unlock(&s->read_lock);
 		break;
 	case HS_IOC_START:
 		mutex_lock(&s->lock);

@@ -32,6 +32,7 @@ struct hs_session *hs_session_new(void)
 	if (!s)
 		return NULL;
 	mutex_init(&s->lock);
+	mutex_init(&s->read_lock);
 	init_waitqueue_head(&s->wq);
 	INIT_DELAYED_WORK(&s->wake, hs_wake_fn);
 	spin_lock_init(&s->ring.lock);

@@ -73,7 +73,17 @@ struct hs_session {
 	u32 n_nf_ops;
 	u32 tp_on;			/* bit per enum hs_tp_id */
 	u32 drain_pos;			/* after stop: next slot handed over as in flight */
+	/*
+	 * read(): records move from the ring (or, after stop, the slots) into
+	 * bounce under s->lock, and to the user under read_lock only. s->lock
+	 * is taken by every netns teardown on the machine (hs_session_net_exit),
+	 * so it is never held across copy_to_user: a reader stalled on its
+	 * buffer (a page fault, userfaultfd, FUSE) must not stall them. Records
+	 * a failed copy did not deliver stay in bounce for the next read.
+	 */
+	struct mutex read_lock;		/* one reader at a time; owns bounce */
 	struct hs_record *bounce;	/* read() batch */
+	u32 bounce_off, bounce_n;	/* bounce[bounce_off..+bounce_n): not yet delivered */
 };
 
 #define HS_BOUNCE_RECORDS 64

@@ -31,6 +31,9 @@ build_tools() {	# $CFLAGS is a list of flags: split on purpose
 	$CC $CFLAGS -static -I"$top/include" -I"$top/userspace" -o "$work/tools/hs_reader" \
 		"$here/hs_reader.c" "$top/userspace/backend_kmod.c" "$top/userspace/backend_common.c" \
 		"$top/userspace/json.c"
+	# shellcheck disable=SC2086
+	$CC $CFLAGS -static -pthread -I"$top/include" -o "$work/tools/hs_rawread" \
+		"$here/hs_rawread.c"
 }
 
 # KDIR DIR: a copy of the sources per kernel, so builds never mix. Built
@@ -64,7 +67,7 @@ run_series() {
 	t0=$(date +%s)
 	"$here/fetch-kernel.sh" "$rel" "$dir" || return 1
 	build_module "$kdir" "$dir" || { echo "kmod-qemu: $rel: module build failed"; return 1; }
-	bins="$work/tools/hs_reader $work/tools/hs_udp"
+	bins="$work/tools/hs_reader $work/tools/hs_udp $work/tools/hs_rawread"
 	[ -x "$cli" ] && bins="$bins $cli"
 	# shellcheck disable=SC2086
 	"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/guest.sh" "$dir/veth.ko" \
