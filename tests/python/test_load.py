@@ -502,3 +502,21 @@ def test_wrong_typed_header_is_refused_with_a_message(tmp_path, change, message)
     Path(s.path).write_bytes(fmt.file_header(text) + text + rest)
     with pytest.raises(hopscope.RecordFileError, match=message):
         hopscope.load(s.path)
+
+
+def test_records_the_recorder_could_not_store_are_a_problem(tmp_path):
+    """An END chunk written after a failed write (disk full) says how many
+    records are not in the file: the file is whole, the recording is not."""
+    s = _synth(tmp_path, n=1000)
+    data = Path(s.path).read_bytes()[:s.chunk_offsets[-1]]
+    end = dict(hopscope.load(s.path).attrs["trailer"], stop_reason="error")
+    end["userspace"] = dict(end["userspace"], records_not_stored=4321)
+    payload = json.dumps(end).encode()
+    head = np.zeros(1, fmt.CHUNK_DTYPE)
+    head[0] = (fmt.CHUNK_MAGIC, fmt.CHUNK_END, 0, len(payload), 0, len(s.chunk_offsets) - 1)
+    Path(s.path).write_bytes(data + head.tobytes() + payload + bytes(-len(payload) % 8))
+    recompute_checksums(s.path)
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match="could not store 4321 records \\(stopped: error\\)"):
+        df = hopscope.load(s.path)
+    assert len(df) == 1000 and df.attrs["truncated"] is False

@@ -316,6 +316,11 @@ class RecordFile:
                                  f"the file holds {have}")
         if self.dropped_records:
             self.problems.append(f"{self.dropped_records} records of damaged chunks dropped")
+        not_stored = ((self.trailer or {}).get("userspace") or {}).get("records_not_stored")
+        if isinstance(not_stored, int) and not_stored:
+            self.problems.append(f"the recorder could not store {not_stored} records "
+                                 f"(stopped: {self.trailer.get('stop_reason', '?')}): the "
+                                 "file holds the ones before its write failed")
 
 
 def _parse_json(raw, what, fail, notes):
