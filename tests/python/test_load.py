@@ -520,3 +520,25 @@ def test_records_the_recorder_could_not_store_are_a_problem(tmp_path):
                       match="could not store 4321 records \\(stopped: error\\)"):
         df = hopscope.load(s.path)
     assert len(df) == 1000 and df.attrs["truncated"] is False
+
+
+@pytest.mark.parametrize("trailer, message", [
+    ({"userspace": [1, 2]}, "'userspace' is a list, expected an object"),
+    ({"counters": {"xdp_pkts": "many"}}, "counters.xdp_pkts is a string"),
+    ([1, 2], "JSON is not an object"),
+])
+def test_wrong_typed_trailer_with_a_good_crc_is_refused(tmp_path, trailer, message):
+    """Not damage (the CRC is right) but a file of another writer: refused, with
+    the chunk named; verify=False skips the chunk and keeps the records."""
+    s = _synth(tmp_path, n=500)
+    data = Path(s.path).read_bytes()[:s.chunk_offsets[-1]]
+    payload = json.dumps(trailer).encode()
+    head = np.zeros(1, fmt.CHUNK_DTYPE)
+    head[0] = (fmt.CHUNK_MAGIC, fmt.CHUNK_END, 0, len(payload), 0, len(s.chunk_offsets) - 1)
+    Path(s.path).write_bytes(data + head.tobytes() + payload + bytes(-len(payload) % 8))
+    recompute_checksums(s.path)
+    with pytest.raises(hopscope.RecordFileError, match=f"\\(END\\) at byte .*{message}"):
+        hopscope.load(s.path)
+    with pytest.warns(hopscope.RecordFileWarning, match=message):
+        df = hopscope.load(s.path, verify=False)
+    assert len(df) == 500 and df.attrs["trailer"] is None

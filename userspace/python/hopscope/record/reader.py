@@ -304,6 +304,9 @@ class RecordFile:
             if why:
                 fail(why)
         except ValueError as e:
+            if self.verify:  # its CRC is right: the writer wrote it so, not damage
+                self._fail(f"{c.describe()}: {e}, although its CRC32 is right: not "
+                           "written by hopscope's recorder (verify=False skips the chunk)")
             self.problems.append(f"{c.describe()}: {e}, skipped")
             return None
         return obj
