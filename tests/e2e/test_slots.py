@@ -3,6 +3,7 @@ on the router (tcpdump, a packet socket) are not the packet's drop, eviction
 under a long output queue records each packet once, and t0's arrivals map
 survives packets dropped before XDP. Own namespace prefix, so these run beside
 the other end-to-end tests."""
+import json
 import re
 import signal
 import subprocess
@@ -122,43 +123,26 @@ def test_eviction_mid_flight_records_each_packet_once(tb, tmp_path):
     assert ((ok.t1 <= ok.t2) & (ok.t2 <= ok.t3) & (ok.t3 <= ok.t4)).all()
 
 
-def test_t0_survives_packets_dropped_before_xdp(tb, tmp_path):
-    # RPS: the router's input backlog on its own CPU; a flood with a large
-    # send buffer overflows it, so packets get a t0 (netif_rx) and never reach
-    # XDP. Each left an entry in the arrivals map: 65536 of them filled it and
-    # every later packet lost its t0.
+def test_t0_arrivals_cannot_fill_up(tb, tmp_path):
+    """t0 waits under the packet key until XDP takes it; a packet dropped
+    between netif_rx and XDP (a full input backlog) never does. In a plain
+    hash those leftovers filled the map after 65536 such drops, and every
+    later t0 was lost (t0_map_full); an LRU hash lets them go. The backlog
+    could not be made to overflow here (softnet's drop column stayed 0 under
+    every flood this VM could send), so this checks the map's kind, and that
+    t0 works through it."""
     tb.up("--mode", "rps")
-    tb.spawn("receiver", "iperf3", "-s", "-1")
+    rec = Recorder(tmp_path / "t0.hsr", "-q", "--stages", "t0", ins="r-s1", outs="r-rx",
+                   prefix=P)
+    maps = json.loads(sh("bpftool", "-j", "map", "show").stdout)
+    kinds = {m["type"] for m in maps if m.get("name") == "arrivals"}
+    assert kinds == {"lru_hash"}, kinds
+    assert send_udp(500, 100, port=7, gap=0.001).wait(timeout=60) == 0
     time.sleep(0.5)
-    rec = Recorder(tmp_path / "t0.hsr", "-q", "--stages", "t0", "--no-drops", ins="r-s1",
-                   outs="r-rx", prefix=P)
-    before = softnet_dropped()
-    flood = subprocess.run(["ip", "netns", "exec", P + "sender1", "iperf3", "-c", RX4,
-                            "-u", "-b", "0", "-l", "64", "-w", "4M", "-t", "5", "-J"],
-                           capture_output=True, text=True)
-    backlog_drops = softnet_dropped() - before
-    time.sleep(0.5)
-    slow = send_udp(500, 100, port=7, gap=0.002)
-    assert slow.wait(timeout=60) == 0
-    time.sleep(0.5)
-    text = rec.stop()
-    print(text)
-    s = summary(text)
-    if backlog_drops < 70000:
-        pytest.skip(f"{text} the flood overflowed the backlog only {backlog_drops} times "
-                    f"(65536 needed to show the leak); iperf3 rc {flood.returncode}")
-    # the slow packets, after the flood, got their t0: no map full, no miss
-    # beyond the flood's own (a t0_miss is a live entry pushed out)
-    assert s["t0_map_full"] == 0, s
-
-
-def softnet_dropped():
-    """packets the input backlogs dropped, all CPUs (column 2 of softnet_stat)"""
-    total = 0
-    with open("/proc/net/softnet_stat") as f:
-        for line in f:
-            total += int(line.split()[1], 16)
-    return total
+    print(rec.stop())
+    d, c = udp(rec.out, 7)
+    assert c["t0_map_full"] == 0, c
+    assert len(d) == 500 and (d.t0 > 0).mean() >= 0.99, (d.t0 > 0).mean()
 
 
 def test_full_disk_the_end_chunk_counts_what_was_not_stored(tb, tmp_path):
@@ -174,7 +158,7 @@ def test_full_disk_the_end_chunk_counts_what_was_not_stored(tb, tmp_path):
         # 5000 records (720 kB) a second: the first chunk fits, the second not;
         # the recorder stops at the error
         for _ in range(3):
-            assert send_udp(5000, 16).wait(timeout=120) == 0
+            assert send_udp(5000, 16, port=11).wait(timeout=120) == 0
             time.sleep(1.2)
         rec.p.send_signal(signal.SIGINT)
         _, err = rec.p.communicate(timeout=60)
