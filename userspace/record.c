@@ -360,10 +360,12 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 		fprintf(stderr, " %s %llu%s", hs_counter_names[c],
 			(unsigned long long)run->counters[c], c % 6 == 5 ? "\n           " : "");
 	fprintf(stderr, "\n");
-	if (run->counters[HS_C_RB_FAIL] || run->counters[HS_C_EVICTED] || run->counters[HS_C_RACE])
+	/* a race is an eviction that won against the packet's t4 or drop: its
+	 * one record is among the evicted */
+	if (run->counters[HS_C_RB_FAIL] || run->counters[HS_C_EVICTED])
 		fprintf(stderr, "hopscope: WARNING: the tracer lost packets: ring buffer %llu "
 			"(see --ring), evicted %llu (slot reused before t4: a queue longer than "
-			"--slots, or a t4 unseen), race %llu\n",
+			"--slots, or a t4 unseen; %llu of them while leaving)\n",
 			(unsigned long long)run->counters[HS_C_RB_FAIL],
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
