@@ -292,6 +292,16 @@ def test_header_crc_catches_a_flipped_byte(tmp_path, quiet):
     assert "r/s1" in list(df["in_if"].cat.categories)
 
 
+def test_file_header_reserved_bytes_must_be_zero(tmp_path, quiet):
+    """The 4 bytes after the header CRC cannot be covered by it: any other value
+    than 0 is damage (the fuzz test found a flip there loaded as if whole)."""
+    s = _synth(tmp_path, n=100)
+    _patch(s.path, 31, b"\x80", checksums=False)
+    with pytest.raises(hopscope.RecordFileError, match="bytes 28..31 should be 0"):
+        hopscope.load(s.path)
+    assert len(hopscope.load(s.path, verify=False)) == 100
+
+
 def test_version_1_file_reads_with_a_note(tmp_path):
     """Files from before the header CRC: read, with a warning that the header is
     not covered."""

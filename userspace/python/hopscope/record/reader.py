@@ -175,6 +175,9 @@ class RecordFile:
                            f"({crc:#010x}, the file says {int(fh['header_crc32']):#010x}): "
                            "header damaged, its interfaces, stages and clocks cannot be "
                            "trusted (verify=False reads it all the same)")
+            if int(fh["reserved"]):  # the CRC cannot cover the 4 bytes after itself
+                self._fail(f"file header bytes 28..31 should be 0, are {int(fh['reserved']):#x}: "
+                           "file header damaged (verify=False reads it all the same)")
         header = _parse_json(bytes(raw), "header JSON", self._fail, self.notes)
         if not isinstance(header, dict):
             self._fail("header JSON is not an object")
