@@ -83,13 +83,18 @@ def test_truncated_run_reports_what_is_whole_and_warns(tmp_path):
 @pytest.mark.parametrize("args, status, message", [
     (["missing.hsr"], 1, "No such file"),
     (["{a}", "{b}", "--labels", "one"], 2, "--labels names 1 runs, 2 files"),
-    (["{a}", "--resolution-us", "0"], 2, "--resolution-us must be positive"),
+    (["{a}", "--resolution-us", "0"], 2, "--resolution-us: '0': give a number of µs from 0.001"),
+    (["{a}", "--resolution-us", "nan"], 2, "--resolution-us: 'nan': give a number of µs"),
+    (["{a}", "--resolution-us", "inf"], 2, "--resolution-us: 'inf': give a number of µs"),
+    (["{a}", "--resolution-us", "0.0001"], 2, "from 0.001 to"),
+    (["{a}", "--min-break-us", "nan"], 2, "--min-break-us: 'nan': give a number of µs from 0"),
+    (["{a}", "--min-break-us", "-5"], 2, "--min-break-us: '-5': give a number of µs from 0"),
 ])
 def test_user_errors(runs, tmp_path, args, status, message):
     args = [x.format(a=runs[0], b=runs[1]) for x in args]
     r = report(*args, "-o", tmp_path / "x.pdf")
     assert r.returncode == status
-    assert message in r.stderr
+    assert message in r.stderr and "Traceback" not in r.stderr and "internal error" not in r.stderr
     assert not (tmp_path / "x.pdf").exists()
 
 

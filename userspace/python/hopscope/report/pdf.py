@@ -3,6 +3,8 @@ run's metadata, summary tables and the paper's kinds of figures (per-stage
 histograms, queue sizes, coffee breaks, per-sender panels), time series of
 the delays, busy periods, minimum transit by size and the loss table. Several
 runs are tabulated side by side and their histograms overlaid."""
+import argparse
+import math
 import os
 
 import pandas as pd
@@ -14,16 +16,33 @@ from ..record.hooks import hooks
 from ..record.load import load
 from . import figures as fig
 from .page import PAGE, plt
+
+MAX_US = 1e9  # a µs option beyond 1000 s of delay is a typing error
 STAT_COLUMNS = ("count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "std")
+
+
+def _microseconds(least):
+    """argparse type: a finite number of µs, at least `least` (a whole ns)."""
+    def parse(text):
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a number of µs")
+        if not math.isfinite(v) or v < least or v > MAX_US:
+            raise argparse.ArgumentTypeError(f"{text!r}: give a number of µs from {least:g} "
+                                             f"to {MAX_US:g}")
+        return v
+    return parse
 
 
 def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="RUN.hsr", help="record files")
     p.add_argument("-o", "--output", required=True, help="PDF to write")
     p.add_argument("--labels", help="comma-separated names of the runs (default: file names)")
-    p.add_argument("--resolution-us", type=float, default=1.0,
-                   help="histogram bin width in µs (default 1, as the paper)")
-    p.add_argument("--min-break-us", type=float, default=None,
+    p.add_argument("--resolution-us", type=_microseconds(0.001), default=1.0,
+                   help="histogram bin width in µs, at least 0.001 (1 ns, the clock's unit; "
+                        "default 1, as the paper)")
+    p.add_argument("--min-break-us", type=_microseconds(0), default=None,
                    help="shortest coffee break counted, µs (default: the run's idle floor, at least 1)")
     p.epilog = ("examples:\n"
                 "  hopscope report run.hsr -o run.pdf\n"
@@ -34,8 +53,6 @@ def run(args, parser):
     labels = args.labels.split(",") if args.labels else [os.path.basename(f) for f in args.files]
     if len(labels) != len(args.files):
         parser.error(f"--labels names {len(labels)} runs, {len(args.files)} files given")
-    if args.resolution_us <= 0:
-        parser.error("--resolution-us must be positive")
     min_break = None if args.min_break_us is None else int(args.min_break_us * 1000)
     runs = []
     for path, label in zip(args.files, labels):
