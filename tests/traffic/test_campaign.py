@@ -265,7 +265,7 @@ def test_user_errors_are_named(tmp_path):
     bad.write_text("no_such_key = 1\n")
     p = cli("campaign", bad, "-o", tmp_path / "new")
     _, err = p.communicate(timeout=60)
-    assert p.returncode == 1 and "bad.toml" in err, err
+    assert p.returncode == 2 and "bad.toml" in err, err  # a bad file: a usage error
     assert not (tmp_path / "new").exists()
 
     p = cli("campaign", CI)

@@ -143,6 +143,28 @@ def test_syntax_error_names_its_line():
         parse_scenario(BASE + "rate = = 5\n", "s.toml")
 
 
+@pytest.mark.parametrize("first, line, words", [
+    ("repetitions = 1000000000", 1, "repetitions: must be at most 10000"),
+])
+def test_values_beyond_any_real_run_are_refused(first, line, words):
+    got = problems(first + "\n" + BASE)
+    assert any(n == line and words in msg for n, msg in got), got
+
+
+def test_a_huge_vary_product_is_refused_before_it_is_made():
+    """10^8 conditions would take minutes and gigabytes to make: refused at once"""
+    axes = "\n".join(f"'senders.sender1.{k}' = [{', '.join(map(str, range(lo, lo + 100)))}]"
+                      for k, lo in (("size", 20), ("rate", 1), ("tos", 0), ("port", 20000)))
+    with pytest.raises(ScenarioError, match="make 100000000 conditions, more than 10000"):
+        parse_scenario(BASE + "[vary]\n" + axes + "\n", "s.toml")
+
+
+def test_deeply_nested_values_are_a_message_not_a_crash():
+    text = BASE + "x = " + "[" * 5000 + "]" * 5000 + "\n"
+    with pytest.raises(ScenarioError, match="nested too deeply"):
+        parse_scenario(text, "s.toml")
+
+
 @pytest.mark.parametrize("first, words", [
     ("bogus = 1", "bogus: unknown key (known here: conditions, description, duration"),
     ("repetitions = 'many'", "repetitions: must be a whole number, not 'many'"),
@@ -194,6 +216,13 @@ def test_each_top_level_mistake_names_line_1(first, words):
     ("[vary]\n'senders.sender1.rate' = []", 7, "must be a list of at least one value"),
     ("[[conditions]]\nname = 'a b'", 7, "each [[conditions]] needs name"),
     ("[[conditions]]\nname = 'a'\n[[conditions]]\nname = 'a'", 9, "two conditions are named 'a'"),
+    ("[senders.sender2]\nsize = 100\nrate = 10\nduration = 1e308", 9,
+     "senders.sender2.duration: must be at most 86400"),
+    ("[senders.sender2]\nsize = 100\nrate = 10\ncount = 100000000000000000", 9,
+     "senders.sender2.count: must be at most 10000000000"),
+    ("[vary]\n'senders.sender1.size' = [" + ", ".join(map(str, range(20, 120))) + "]\n"
+     "'senders.sender1.rate' = [" + ", ".join(map(str, range(1, 102))) + "]", 6,
+     "make 10100 conditions, more than 10000"),
 ])
 def test_each_mistake_names_its_line(extra, line, words):
     got = problems(BASE + extra + "\n")

@@ -281,7 +281,7 @@ def run(args, parser):
         scenario = load_scenario(args.scenario)
     except ScenarioError as e:
         print(f"hopscope campaign: {e}", file=sys.stderr)
-        return 1
+        return 2  # a bad scenario file is a usage error, as for `scenario check`
     try:
         if args.list:
             return _list(scenario, args.output)

@@ -5,15 +5,16 @@ import os
 
 from ..generators.ditg import SIGNAL_PORT
 from ..testbed import TestbedError, layout
-from .check import (CPU_ROLES, GENERATORS, MAX_PPS, MAX_SIZE, MIN_SIZE, POLL_PPS, PROGRAM,
-                    SIZE_DISTS, STAGES, Reader, mean_size)
+from .check import (CPU_ROLES, GENERATORS, MAX_COUNT, MAX_PPS, MAX_REPETITIONS, MAX_SECONDS,
+                    MAX_SIZE, MIN_SIZE, POLL_PPS, PROGRAM, SIZE_DISTS, STAGES, Reader,
+                    mean_size)
 
 
 def build(flat, name, scenario, senders, lossless, problems):
     """Condition fields (senders as dicts), or None if this condition has problems."""
     before = len(problems)
     r = Reader(flat, problems)
-    duration = r.number(("duration",), 10.0, above=0, what="seconds")
+    duration = r.number(("duration",), 10.0, above=0, hi=MAX_SECONDS, what="seconds")
     testbed = {"mode": r.choice(("testbed", "mode"), "rps", ("rps", "inline", "napi")),
                "shape": r.string(("testbed", "shape"), "none"),
                "sink": r.boolean(("testbed", "sink"), False),
@@ -41,7 +42,7 @@ def build(flat, name, scenario, senders, lossless, problems):
     if len(problems) > before:
         return None
     return {"name": name, "scenario": scenario,
-            "repetitions": r.integer(("repetitions",), 1, lo=1),
+            "repetitions": r.integer(("repetitions",), 1, lo=1, hi=MAX_REPETITIONS),
             "description": r.string(("description",), ""),
             "testbed": testbed, "tracer": tracer, "senders": active}
 
@@ -88,8 +89,8 @@ def _sender(r, name, index, top_duration, lossless, cond_name, lay):
     size = _size(r, p("size"), gen, proto)
     gaps, implied = _gaps(r, p("gaps"), gen)
     rate = _rate(r, p("rate"), implied, lossless, cond_name)
-    count = r.integer(p("count"), None, lo=1)
-    duration = r.number(p("duration"), None, above=0, what="seconds")
+    count = r.integer(p("count"), None, lo=1, hi=MAX_COUNT)
+    duration = r.number(p("duration"), None, above=0, hi=MAX_SECONDS, what="seconds")
     if count is not None and duration is not None:
         r.bad(p("count"), "give count (packets) or duration (seconds), not both")
     if count is None and duration is None:

@@ -30,6 +30,11 @@ SIZE_DISTS = {"constant": ("value",), "normal": ("mean", "std"), "pareto": ("sha
               "uniform": ("min", "max")}
 STAGES = ("t0", "tcin", "fwd", "tceg")
 CPU_ROLES = ("sender", "router", "receiver")
+# beyond these a value is a typing error, and would run for months
+MAX_SECONDS = 86_400        # one run's traffic: a day
+MAX_REPETITIONS = 10_000
+MAX_COUNT = 10**10          # packets of one sender in one run
+MAX_CONDITIONS = 10_000     # cases x the [vary] product
 NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 CASE_RE = re.compile(r"[A-Za-z0-9_=-][A-Za-z0-9._=-]*")
 LOSSLESS_RE = re.compile(r"lossless(?:\[([^\]]+)\])?(?:\*([0-9]*\.?[0-9]+))?")
@@ -222,12 +227,17 @@ class Reader:
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v):
             self.bad(path, f"must be {what}, not {v!r}")
             return default
-        if ((lo is not None and v < lo) or (hi is not None and v > hi)
-                or (above is not None and v <= above) or (below is not None and v >= below)):
-            rng = " and ".join(x for x in (
-                lo is not None and f"at least {lo}", hi is not None and f"at most {hi}",
-                above is not None and f"above {above}", below is not None and f"below {below}") if x)
+        # the range a value has by nature; hi, a bound against typing errors
+        # (MAX_SECONDS, ...), is named only to the value that passes it
+        rng = " and ".join(x for x in (
+            lo is not None and f"at least {lo}", above is not None and f"above {above}",
+            below is not None and f"below {below}") if x)
+        if ((lo is not None and v < lo) or (above is not None and v <= above)
+                or (below is not None and v >= below)):
             self.bad(path, f"must be {rng}, not {v!r}")
+            return default
+        if hi is not None and v > hi:
+            self.bad(path, f"must be at most {hi}, not {v!r}")
             return default
         return v
 

@@ -5,6 +5,7 @@ starts. traffic/README.md documents every key.
     for cond in s.conditions(): ...                  # cases x the [vary] product
 """
 import itertools
+import math
 import os
 import re
 import tomllib
@@ -119,6 +120,8 @@ def load_scenario(path):
 def parse_scenario(text, path="<scenario>"):
     try:
         doc = tomllib.loads(text)
+    except RecursionError:
+        raise ScenarioError(f"{path}: not a scenario: values nested too deeply")
     except tomllib.TOMLDecodeError as e:
         m = re.search(r"\(at line (\d+), column \d+\)", str(e))
         where = f"{path}:{m.group(1)}" if m else path
@@ -159,6 +162,11 @@ def _conditions(doc, path, problems):
         problems.append((("name",), "name: must be a string"))
         scenario = "scenario"
     lossless = check.Lossless(doc.get("throughput"), path, problems)
+    n = len(cases) * math.prod(len(values) for _, values in axes)
+    if n > check.MAX_CONDITIONS:  # refused before any is made: the product can be huge
+        problems.append((("vary",), f"vary: {len(cases)} case(s) x the [vary] product make {n} "
+                                    f"conditions, more than {check.MAX_CONDITIONS}"))
+        return []
     out, names = [], {}
     for i, case in enumerate(cases):
         flat = dict(base)
