@@ -6,6 +6,7 @@ import math
 import os
 import re
 
+from ...record import format as fmt
 from ..throughput_file import ThroughputError, read_results
 
 TOP = {"name", "description", "repetitions", "duration", "throughput", "testbed", "tracer",
@@ -28,7 +29,8 @@ MAX_SIZE = {"udp": 1472, "tcp": 65535}  # 1472: one unfragmented datagram at MTU
 POLL_PPS = 1000  # D-ITG busy-waits (-poll) gaps under 1 ms
 SIZE_DISTS = {"constant": ("value",), "normal": ("mean", "std"), "pareto": ("shape", "scale"),
               "uniform": ("min", "max")}
-STAGES = ("t0", "tcin", "fwd", "tceg")
+# the optional stages as `record --stages` names them (t_tcin -> tcin)
+STAGES = tuple(s.removeprefix("t_") for s in fmt.STAGE_NAMES if s not in fmt.CORE_STAGES)
 CPU_ROLES = ("sender", "router", "receiver")
 # beyond these a value is a typing error, and would run for months
 MAX_SECONDS = 86_400        # one run's traffic: a day
