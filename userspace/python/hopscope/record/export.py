@@ -13,7 +13,7 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from .load import load
+from .load import add_verify_options, load
 
 META_KEYS = ("header", "trailer", "counters", "truncated", "problems", "dropped_records",
              "notes")
@@ -51,10 +51,7 @@ def add_arguments(p):
     p.add_argument("file", help="record file (.hsr) written by `hopscope record`")
     p.add_argument("--parquet", metavar="OUT", help="write Parquet here")
     p.add_argument("--csv", metavar="OUT", help="write CSV here (rows only, no run metadata)")
-    p.add_argument("--verify", action="store_true", default=True,
-                   help="(the default: the header's and every chunk's CRC32 are checked)")
-    p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
-                   help="do not check CRC32s: damaged bytes are exported as if whole")
+    add_verify_options(p, "exported as if whole")
     p.add_argument("--strict", action="store_true",
                    help="fail on a truncated or damaged file instead of exporting what is whole")
     p.epilog = ("examples:\n"

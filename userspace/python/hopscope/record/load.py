@@ -60,6 +60,15 @@ def load(path, verify=True, strict=False):
     return df
 
 
+def add_verify_options(p, unchecked):
+    """--verify (the default) and --no-verify for a command that loads a file;
+    unchecked: what becomes of damaged bytes without the check."""
+    p.add_argument("--verify", action="store_true", default=True,
+                   help="(the default: the header's and every chunk's CRC32 are checked)")
+    p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
+                   help=f"do not check CRC32s: damaged bytes are {unchecked}")
+
+
 def time_columns(header):
     """Stage columns present: the core four always, optional ones when enabled."""
     enabled = set(header.get("stages") or ()) | set(fmt.CORE_STAGES)

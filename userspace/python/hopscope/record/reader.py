@@ -227,9 +227,7 @@ class RecordFile:
                     self._stop(f"{c.describe()}: no chunk header follows it at byte {c.end}"
                                + (", CRC mismatch" if crc_ok is False else "") +
                                ": its count or length is damaged, chunk left out"
-                               + (f" ({c.count} records dropped)"
-                                  if c.type == fmt.CHUNK_RECORDS else ""))
-                    self._drop(c)
+                               + self._drop(c))
                     break
                 off = self.whole_bytes = c.end
                 end_seen = c.type == fmt.CHUNK_END
@@ -239,9 +237,7 @@ class RecordFile:
                         "order or missing before it")
                 if crc_ok is False:
                     self.problems.append(f"{c.describe()}: CRC mismatch, chunk left out"
-                                         + (f" ({c.count} records dropped)"
-                                            if c.type == fmt.CHUNK_RECORDS else ""))
-                    self._drop(c)
+                                         + self._drop(c))
                 else:
                     self._use(c, flows)
         finally:
@@ -256,8 +252,11 @@ class RecordFile:
         self._check_trailer()
 
     def _drop(self, c):
-        if c.type == fmt.CHUNK_RECORDS:
-            self.dropped_records += c.count
+        """Count a chunk left out; returns what to add to its message."""
+        if c.type != fmt.CHUNK_RECORDS:
+            return ""
+        self.dropped_records += c.count
+        return f" ({c.count} records dropped)"
 
     def _use(self, c, flows):
         """Keep one whole, intact chunk."""

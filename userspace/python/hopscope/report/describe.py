@@ -6,17 +6,14 @@ import time
 import numpy as np
 
 from ..record.hooks import hooks
-from ..record.load import load
+from ..record.load import add_verify_options, load
 
 
 def add_arguments(p):
     p.add_argument("file", metavar="FILE", help="record file (.hsr)")
     p.add_argument("--json", action="store_true",
                    help="print the header, trailer and last counters as JSON instead")
-    p.add_argument("--verify", action="store_true", default=True,
-                   help="(the default: the header's and every chunk's CRC32 are checked)")
-    p.add_argument("--no-verify", dest="verify", action="store_false", default=True,
-                   help="do not check CRC32s: damaged bytes are shown as if whole")
+    add_verify_options(p, "shown as if whole")
     p.epilog = "example:\n  hopscope describe run.hsr"
 
 

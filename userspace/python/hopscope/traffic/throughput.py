@@ -90,8 +90,8 @@ def search(cond, lo, hi, resolution, run_trial, progress=None):
     REACHED of the rate, and only a second shortfall ends the search on the
     generator. A repeat clears a loss only if it sent more packets than got
     through the lossy run (decide). The returned Trial of a repeated rate is
-    the deciding run, both runs in .attempts. Returns (lossless_pps or None, limited_by, trials), one Trial per
-    rate tried: limited_by is "max" when hi itself was lossless, "generator"
+    the deciding run, both runs in .attempts. Returns (lossless_pps or None,
+    limited_by, trials), one Trial per rate tried: limited_by is "max" when hi itself was lossless, "generator"
     when the senders could not offer a rate asked for (the result is what
     they did offer, a lower bound), else "loss".
     """
