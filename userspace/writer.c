@@ -29,16 +29,22 @@ static int write_all(struct hs_writer *w, const void *p, size_t n)
 	return 0;
 }
 
+/* the file back to its last whole chunk: what it holds stays readable, and the
+ * space of a partial chunk is free again */
+static void cut_back(struct hs_writer *w)
+{
+	if (ftruncate(w->fd, w->whole) == 0)
+		lseek(w->fd, w->whole, SEEK_SET);
+}
+
 /* A write failed (disk full, file too large, I/O error): from now on nothing is
- * written. The file is cut back to its last whole chunk, so what it holds stays
- * readable and the space of the partial chunk is free again (for the END chunk,
- * hs_writer_close); the records buffered are counted as not stored. */
+ * written. The file is cut back (room for the END chunk, hs_writer_close); the
+ * records buffered are counted as not stored. */
 static int fail(struct hs_writer *w, int err)
 {
 	if (!w->err) {
 		w->err = err;
-		if (ftruncate(w->fd, w->whole) == 0)
-			lseek(w->fd, w->whole, SEEK_SET);
+		cut_back(w);
 	}
 	w->not_stored += w->nbuf;
 	w->nbuf = 0;
@@ -232,12 +238,10 @@ int hs_writer_close(struct hs_writer *w, const char *end_json)
 	 * so the END chunk (saying how many records were not stored) may fit */
 	if (end_json && w->fd >= 0) {
 		end_err = write_chunk(w, HS_CHUNK_END, 0, end_json, strlen(end_json));
-		if (end_err && w->err) {
-			if (ftruncate(w->fd, w->whole) == 0)
-				lseek(w->fd, w->whole, SEEK_SET);
-		} else if (end_err) {
+		if (end_err && w->err)
+			cut_back(w);
+		else if (end_err)
 			fail(w, end_err);
-		}
 		if (!err)
 			err = end_err;
 	}
