@@ -1,0 +1,71 @@
+"""A second reader of .hsr files for the tests, written from
+docs/record-format.md and include/hopscope_file.h alone: struct and numpy,
+nothing from the hopscope package, so what the loader computes can be
+checked against the bytes the recorder wrote."""
+import json
+import struct
+import zlib
+
+import numpy as np
+
+CHUNK_MAGIC = 0x4B435348  # "HSCK"
+RECORDS, FLOWS, COUNTERS, END = 1, 2, 3, 4
+# enum hs_stage: the index of each instant in hs_record.t
+STAGE = {"t0": 0, "t1": 1, "t_tcin": 2, "t2": 3, "t_fwd": 4, "t3": 5, "t_tceg": 6, "t4": 7}
+STATUS = {"complete": 1, "dropped": 2, "evicted": 3, "collision": 4, "inflight": 5, "other_out": 6}
+RECORD = np.dtype([
+    ("t", "<u8", 8), ("seq", "<u8"), ("key", "<u4"), ("drop_reason", "<u4"),
+    ("in_ifindex", "<u4"), ("out_ifindex", "<u4"), ("flow", "<u4"), ("ip_len", "<u2"),
+    ("sport", "<u2"), ("dport", "<u2"), ("cpu_in", "<u2"), ("cpu_out", "<u2"), ("tos", "u1"),
+    ("proto", "u1"), ("status", "u1"), ("drop_stage", "u1"), ("flags", "u1"), ("done", "u1"),
+    ("saddr", ">u4", 4), ("daddr", ">u4", 4), ("pad", "<u4")])
+assert RECORD.itemsize == 144
+
+
+def pad8(n):
+    return (n + 7) & ~7
+
+
+class Raw:
+    """header (dict), records (RECORD array, file order), trailer (dict or
+    None), ifname ({ifindex: name}). Every checksum is checked."""
+
+    def __init__(self, path):
+        with open(path, "rb") as f:
+            data = f.read()
+        magic, version, record_size, header_bytes, endian = struct.unpack_from("<8s4I", data)
+        assert (magic, record_size, endian) == (b"HOPSCOPE", 144, 0x01020304)
+        assert version in (1, 2)
+        start = 24 if version == 1 else 32
+        if version == 2:
+            crc, reserved = struct.unpack_from("<2I", data, 24)
+            assert reserved == 0
+            assert zlib.crc32(data[start:start + header_bytes], zlib.crc32(data[:24])) == crc
+        self.header = json.loads(data[start:start + header_bytes])
+        self.trailer, records, index, off = None, [], 0, start + header_bytes
+        while off < len(data):
+            magic, kind, count, size, crc, idx = struct.unpack_from("<6I", data, off)
+            assert magic == CHUNK_MAGIC, off
+            assert version == 1 or idx == index, (off, idx, index)
+            payload = data[off + 24:off + 24 + size]
+            assert len(payload) == size and zlib.crc32(payload) == crc, off
+            if kind == RECORDS:
+                assert size == count * 144
+                records.append(np.frombuffer(payload, RECORD))
+            elif kind == END:
+                self.trailer = json.loads(payload)
+            off += 24 + pad8(size)
+            index += 1
+        self.records = np.concatenate(records) if records else np.zeros(0, RECORD)
+        self.ifname = {i["ifindex"]: i["name"] for i in self.header["interfaces"]}
+
+    def t(self, stage):
+        return self.records["t"][:, STAGE[stage]].astype(np.int64)
+
+    def status(self, name):
+        return self.records["status"] == STATUS[name]
+
+    def ipv4(self, field):
+        """saddr/daddr of every record as dotted IPv4 text."""
+        w = self.records[field][:, 0]
+        return np.array([f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255}" for a in w])
