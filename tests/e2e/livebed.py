@@ -1,0 +1,138 @@
+"""What the live end-to-end tests (test_stages_live, test_ipv6, test_losses)
+share: their own testbed prefix, a recorder that is always stopped, traffic
+from a sender namespace, the router's interface counters, and the checks
+every fresh recording must pass."""
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+import hopscope
+
+from conftest import HOPSCOPE, Recorder, Testbed, sh, wait_for
+
+P = "hst-lv-"
+RX4, RX6 = "198.18.3.2", "2001:2:0:3::2"
+S1_4, S1_6 = "198.18.1.2", "2001:2:0:1::2"
+
+
+@pytest.fixture
+def tb():
+    t = Testbed(P)
+    t.down()
+    yield t
+    t.down()
+    left = sh("ip", "netns", "list").stdout
+    assert P not in left, "namespaces left behind: " + left
+
+
+@pytest.fixture
+def recorder(tmp_path):
+    """start(*args, **kw) -> Recorder on this prefix's router; killed at teardown"""
+    started = []
+
+    def start(*extra, ins="r-s1,r-s2", outs="r-rx"):
+        r = Recorder(tmp_path / f"lv{len(started)}.hsr", "-q", *extra, ins=ins, outs=outs,
+                     prefix=P)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        r.kill()
+
+
+def ns(name, *cmd, **kw):
+    return sh("ip", "netns", "exec", P + name, *cmd, **kw)
+
+
+def ipv4_only():
+    """IPv6 off in every namespace of the testbed: the hosts then send no
+    router solicitations or MLD reports, which reach the router at any time
+    (counted `local`), so the counters count the test's packets alone"""
+    for role in ("sender1", "sender2", "router", "receiver"):
+        ns(role, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
+
+
+def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0):
+    """n datagrams from sender1 on its CPU (0), each payload starting with its
+    index (so no two share a packet key); returns once all are sent"""
+    six = ":" in dst
+    code = ("import socket\n"
+            f"s=socket.socket(socket.AF_INET{'6' if six else ''},socket.SOCK_DGRAM)\n"
+            "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<24)\n"
+            f"s.setsockopt({'41,67' if six else '0,1'},{tclass})\n"  # IPV6_TCLASS / IP_TOS
+            f"s.bind(('',{sport}))\n"
+            f"for i in range({n}):\n"
+            f"    s.sendto(i.to_bytes(4,'big')*({size}//4),('{dst}',{port}))\n")
+    ns("sender1", "taskset", "-c", "0", sys.executable, "-c", code, timeout=120)
+
+
+def links():
+    """{ifname: stats64} of the router's interfaces, read by ip, not by hopscope"""
+    out = json.loads(ns("router", "ip", "-s", "-j", "link", "show").stdout)
+    return {l["ifname"]: l["stats64"] for l in out}
+
+
+def delta(after, before, ifname, way, key="packets"):
+    return after[ifname][way][key] - before[ifname][way][key]
+
+
+def wait_out(before, n, timeout=60):
+    """until r-rx has transmitted (or dropped) n more packets than in before:
+    every one of them has passed t4, so its record is in the ring"""
+    def done():
+        a = links()
+        return delta(a, before, "r-rx", "tx") + delta(a, before, "r-rx", "tx", "dropped") >= n
+    assert wait_for(done, timeout=timeout), (links()["r-rx"], before["r-rx"])
+
+
+def summary(text):
+    """(records by status, counters) as the recorder's last lines print them"""
+    rec = text.split("  records   ", 1)[1].split("\n", 1)[0]
+    cnt = text.split("  counters  ", 1)[1]
+    pairs = lambda s: {k: int(v) for k, v in re.findall(r"([a-z_0-9]+) (\d+)", s)}
+    return pairs(rec), pairs(cnt)
+
+
+def checked(path):
+    """A fresh recording, read as a user would: `hopscope verify` passes, it
+    loads with every checksum checked and nothing found wrong, and its END
+    chunk's counts add up (docs/record-format.md, "COUNTERS and END JSON")."""
+    v = sh(HOPSCOPE, "verify", str(path), check=False)
+    assert v.returncode == 0 and ": OK: " in v.stdout, v.stdout + v.stderr
+    df = hopscope.load(str(path), verify=True, strict=True)
+    assert not df.attrs["problems"] and not df.attrs["truncated"], df.attrs["problems"]
+    assert df.attrs["dropped_records"] == 0
+    end = df.attrs["trailer"]
+    assert end is not None and end["stop_reason"] == "signal", end
+    u, c = end["userspace"], end["counters"]
+    # every record received is in the file (no disk trouble here)
+    assert u["records_not_stored"] == 0 and u["records_written"] == len(df), u
+    by = df.status.astype(str).value_counts()
+    assert u["records_by_status"] == {s: int(by.get(s, 0)) for s in u["records_by_status"]}, \
+        (u, by)
+    # each packet the kernel emitted is a record of that status, or lost in
+    # the ring; inflight ones are handed over at the stop, outside the ring
+    emitted = sum(c[k] for k in ("complete", "dropped", "evicted", "other_out"))
+    stored = sum(u["records_by_status"][k] for k in ("complete", "dropped", "evicted",
+                                                      "other_out"))
+    assert emitted == stored + c["rb_fail"], (c, u)
+    assert c["complete"] == u["records_by_status"]["complete"] + c["rb_fail_complete"], (c, u)
+    assert u["t4_unseen"] == int(((df["flags"] & 0x80) > 0).sum())
+    return df
+
+
+def stopped(rec):
+    """stop the recorder (SIGINT, exit 0), check its file, and check that its
+    summary says what the file's END says; returns (df, counters)"""
+    text = rec.stop()
+    df = checked(rec.out)
+    end = df.attrs["trailer"]
+    by, cnt = summary(text)
+    assert by == end["userspace"]["records_by_status"], (text, end)
+    assert cnt == end["counters"], (text, end)
+    assert f": {len(df)} records in" in text, text
+    return df, end["counters"]

@@ -1,0 +1,95 @@
+"""The optional stages (t0, tcin, fwd, tceg) recorded live through the
+testbed's router, and --floor attaching the same hooks while recording
+nothing. Real BPF, real forwarding, the real recorder; own prefix (hst-lv-)."""
+import json
+
+import numpy as np
+import pytest
+
+from conftest import sh
+from livebed import ipv4_only, links, ns, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
+
+N = 400
+OPTIONAL = ["t0", "t_tcin", "t_fwd", "t_tceg"]
+# the order a forwarded packet meets the hooks (README, Stages): netif_rx
+# enqueues to the backlog, whose processing runs generic XDP, then tc
+# ingress, then ip_rcv's PRE_ROUTING; FORWARD after the route lookup;
+# POST_ROUTING, then __dev_queue_xmit's tc egress, the qdisc, and the
+# driver's start_xmit. Each step causes the next, t0 on the sender's CPU,
+# the rest on the router's: bpf_ktime_get_ns is one clock on every CPU.
+ORDER = ["t0", "t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4"]
+
+
+@pytest.mark.parametrize("stages", ["t0,tcin,fwd,tceg", "all"])
+def test_optional_stages_on_every_forwarded_packet(tb, recorder, stages):
+    tb.up()  # rps: the router's input on its own CPU, a real backlog between t0 and t1
+    ipv4_only()
+    rec = recorder("--stages", stages)
+    before = links()
+    send_udp(N, port=5001)
+    wait_out(before, N)
+    df, c = stopped(rec)
+    assert df.attrs["header"]["stages"] == ["t0", "t1", "t_tcin", "t2", "t_fwd", "t3",
+                                            "t_tceg", "t4"], df.attrs["header"]["stages"]
+    d = df[(df.proto == 17) & (df.dport == 5001)]
+    assert len(d) == N and d.seq.is_unique and d.key.is_unique, d.status.value_counts()
+    assert (d.status == "complete").all(), d.status.value_counts()
+    t = d[ORDER].to_numpy(np.int64)
+    assert (t > 0).all(), d[ORDER][(t == 0).any(axis=1)]
+    assert (np.diff(t, axis=1) >= 0).all(), d[ORDER][(np.diff(t, axis=1) < 0).any(axis=1)]
+    # the split delays are the instants' differences, and add up
+    assert (d.d_rxq == d.t1 - d.t0).all() and (d.d_opath + d.d_qdisc == d.d_oq).all()
+    # counters agree with the records: every stamp an optional stage made
+    # landed in a record (nothing else crossed the router)
+    stamps = int(sum((df[s] > 0).sum() for s in ("t_tcin", "t_fwd", "t_tceg")))
+    assert c["opt_pkts"] == stamps == 3 * N and c["local"] == 0, (stamps, c)
+    assert c["t0_pkts"] == c["xdp_pkts"] - c["xdp_nonip"], c
+    for k in ("t0_miss", "t0_collision", "t0_map_full", "stale", "evicted", "race",
+              "rb_fail", "prog_misses"):
+        assert c[k] == 0, (k, c)
+    # every packet XDP saw has its one record
+    assert c["xdp_pkts"] == c["pre_pkts"] == c["post_pkts"] == len(df) == N, (len(df), c)
+    assert c["complete"] == c["out_pkts"] == (df.status == "complete").sum()
+
+
+def my_hooks():
+    """what the router's namespace has attached (XDP, tcx, netfilter), and the
+    tracepoints of the programs that share the XDP program's maps: the
+    tracepoints are global, other recorders' are there too"""
+    net = json.loads(ns("router", "bpftool", "-j", "net", "show").stdout)[0]
+    hooks = {("xdp", x["devname"]) for x in net["xdp"]}
+    hooks |= {(x["kind"], x["devname"]) for x in net["tc"]}
+    hooks |= {("netfilter", x["pf"], x["hook"], x["prio"]) for x in net["netfilter"]}
+    if not net["xdp"]:
+        return hooks, None
+    progs = json.loads(sh("bpftool", "-j", "prog", "show").stdout)
+    xdp = next(p for p in progs if p["id"] == net["xdp"][0]["id"])
+    mine = {p["id"]: p for p in progs if set(p.get("map_ids", ())) & set(xdp["map_ids"])}
+    for link in json.loads(sh("bpftool", "-j", "link", "show").stdout):
+        if link["type"] == "raw_tracepoint" and link["prog_id"] in mine:
+            hooks.add(("tp_btf", link["tp_name"]))
+    return hooks, xdp
+
+
+def test_floor_attaches_the_same_hooks_and_records_nothing(tb, recorder):
+    tb.up()
+    traced = recorder("--stages", "all")
+    hooks, full = my_hooks()
+    stopped(traced)
+    assert my_hooks()[0] == set()
+
+    floor = recorder("--stages", "all", "--floor")
+    during, xdp = my_hooks()
+    # every hook a recording uses: 2 XDP, 3 tcx, 4 netfilter x 2 families, 3 tracepoints
+    assert during == hooks and len(hooks) == 2 + 3 + 8 + 3, (during, hooks)
+    # ...with the programs emptied: the verifier dropped all but the return
+    assert xdp["bytes_xlated"] < full["bytes_xlated"] / 4, (xdp, full)
+    before = links()
+    send_udp(N, port=5002)
+    wait_out(before, N)
+    df, c = stopped(floor)
+    assert df.attrs["header"]["floor"] is True
+    assert len(df) == 0 and not any(c.values()), c
+    # the packets went through: forwarded while the empty programs were on
+    assert links()["r-s1"]["rx"]["packets"] - before["r-s1"]["rx"]["packets"] >= N
+    assert my_hooks()[0] == set()
