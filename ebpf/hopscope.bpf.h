@@ -60,7 +60,16 @@ HS_EXTERN struct {
  * after 65536 backlog drops every later t0 was lost as t0_map_full). A
  * leftover pushed out costs nothing; a live entry pushed out (more than
  * max_entries packets between netif_rx and XDP) is a t0_miss, counted.
+ *
+ * Twins: packets of one key waiting together (identical frames sent back to
+ * back) cannot tell whose t0 is whose. The first twin's arrival turns the
+ * entry into HS_T0_TWINS | n, n the twins still to reach XDP (a t0 never
+ * has the top bit); each twin takes one away, is flagged HS_F_T0_COLL
+ * without a t0, and the last deletes the entry. With a plain 0 for "collided"
+ * the first twin's XDP deleted the entry and the second found none: it went
+ * unflagged, a t0_miss like a lost entry.
  */
+#define HS_T0_TWINS (1ull << 63)
 struct hs_arrival_key {
 	__u32 key;
 	__u32 ifindex;

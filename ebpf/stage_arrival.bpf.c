@@ -34,9 +34,24 @@ int BPF_PROG(hs_arrival, struct sk_buff *skb)
 	ak.ifindex = skb->dev->ifindex;
 	old = bpf_map_lookup_elem(&arrivals, &ak);
 	if (old) {
-		/* two packets with one key in flight: neither gets a t0 */
-		hs_count(HS_C_T0_COLLISION);
-		*old = 0;
+		/* packets with one key in flight together: none gets a t0, each is
+		 * flagged (HS_T0_TWINS). 0: XDP has just taken the entry, whose
+		 * packet left the backlog: no twin (this one's t0 is lost, a miss) */
+		__u64 v = HS_READ_ONCE(*old);
+
+		if (v && !(v & HS_T0_TWINS)) {
+			__u64 was = __sync_val_compare_and_swap(old, v, HS_T0_TWINS | 2);
+
+			if (was == v) {
+				hs_count(HS_C_T0_COLLISION);
+				return 0;
+			}
+			v = was;
+		}
+		if (v & HS_T0_TWINS) {
+			__sync_fetch_and_add(old, 1);
+			hs_count(HS_C_T0_COLLISION);
+		}
 		return 0;
 	}
 	if (bpf_map_update_elem(&arrivals, &ak, &now, BPF_NOEXIST))

@@ -17,11 +17,18 @@ static __always_inline __u64 hs_arrival(__u32 key, __u32 ifindex, __u8 *flags)
 		hs_count(HS_C_T0_MISS);
 		return 0;
 	}
-	t = *t0;
-	bpf_map_delete_elem(&arrivals, &ak);
-	if (!t)
-		*flags |= HS_F_T0_COLL;
-	return t;
+	t = HS_READ_ONCE(*t0);
+	/* taken (0) so that a twin arriving from now on is not counted in */
+	if (!(t & HS_T0_TWINS) && __sync_val_compare_and_swap(t0, t, 0) == t) {
+		bpf_map_delete_elem(&arrivals, &ak);
+		return t;
+	}
+	/* one of twins (hopscope.bpf.h, arrivals): no t0; the last one out
+	 * deletes the entry */
+	*flags |= HS_F_T0_COLL;
+	if (__sync_fetch_and_add(t0, -1) == (HS_T0_TWINS | 1))
+		bpf_map_delete_elem(&arrivals, &ak);
+	return 0;
 }
 
 SEC("xdp")
