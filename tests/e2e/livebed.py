@@ -92,7 +92,8 @@ def wait_out(before, n, timeout=60):
 def summary(text):
     """(records by status, counters) as the recorder's last lines print them"""
     rec = text.split("  records   ", 1)[1].split("\n", 1)[0]
-    cnt = text.split("  counters  ", 1)[1]
+    # the counters' lines, up to the warnings after them
+    cnt = text.split("  counters  ", 1)[1].split("\nhopscope:", 1)[0]
     pairs = lambda s: {k: int(v) for k, v in re.findall(r"([a-z_0-9]+) (\d+)", s)}
     return pairs(rec), pairs(cnt)
 
