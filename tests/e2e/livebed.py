@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import hopscope
+from hopscope.record.reader import RecordFile
 
 from conftest import HOPSCOPE, Recorder, Testbed, sh, wait_for
 
@@ -70,9 +71,9 @@ def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0):
     ns("sender1", "taskset", "-c", "0", sys.executable, "-c", code, timeout=120)
 
 
-def links():
-    """{ifname: stats64} of the router's interfaces, read by ip, not by hopscope"""
-    out = json.loads(ns("router", "ip", "-s", "-j", "link", "show").stdout)
+def links(role="router"):
+    """{ifname: stats64} of a namespace's interfaces, read by ip, not by hopscope"""
+    out = json.loads(ns(role, "ip", "-s", "-j", "link", "show").stdout)
     return {l["ifname"]: l["stats64"] for l in out}
 
 
@@ -123,6 +124,14 @@ def checked(path):
     assert emitted == stored + c["rb_fail"], (c, u)
     assert c["complete"] == u["records_by_status"]["complete"] + c["rb_fail_complete"], (c, u)
     assert u["t4_unseen"] == int(((df["flags"] & 0x80) > 0).sum())
+    assert sum(u["records_by_status"].values()) == u["records_written"] + u["records_not_stored"]
+    # the COUNTERS snapshots count up to the END: counters never go back,
+    # and each snapshot's records were written before it (the reader checks
+    # where they are)
+    rf = RecordFile(str(path))
+    for a, b in zip(rf.snapshots, rf.snapshots[1:] + [end]):
+        assert all(b["counters"][k] >= v for k, v in a["counters"].items()), (a, b)
+        assert b["userspace"]["records_written"] >= a["userspace"]["records_written"]
     return df
 
 
