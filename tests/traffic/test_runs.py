@@ -4,6 +4,7 @@ account for every packet, exactly; and a failed or interrupted run leaves no
 namespace and no process behind."""
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -18,8 +19,12 @@ from hopscope.traffic.run import run_condition
 from hopscope.traffic.scenario.load import parse_scenario
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from rawrecord import STAGE, STATUS, Raw  # noqa: E402
+
 PREFIX = "hst-tr-t-"
 ADDR = {"sender1": "198.18.1.2", "sender2": "198.18.2.2"}
+T4_UNSEEN = 0x80  # hs_record.flags: left the router, its t4 missed (docs/record-format.md)
 
 
 def take_testbed_down():
@@ -61,12 +66,44 @@ def condition(text):
     return c
 
 
-def run(text, tmp_path):
-    out = tmp_path / "run"
+def out_counters(netns, dev):
+    """(packets dev sent, packets its root qdisc dropped, IPv6 packets netns
+    made itself for dev: MLD reports), as `ip -s -j link`, `tc -s -j qdisc`
+    and /proc/net/dev_snmp6 say. The router makes no IPv4 packet of its own:
+    static neighbours, no ICMP errors in these runs."""
+    def run_in(*cmd):
+        return subprocess.run(["ip", "netns", "exec", netns, *cmd], capture_output=True,
+                              text=True, check=True).stdout
+    link = json.loads(run_in("ip", "-s", "-j", "link", "show", "dev", dev))[0]
+    root = [q for q in json.loads(run_in("tc", "-s", "-j", "qdisc", "show", "dev", dev))
+            if q.get("root")][0]
+    own = re.search(r"^Ip6OutRequests\s+(\d+)", run_in("cat", f"/proc/net/dev_snmp6/{dev}"), re.M)
+    return np.array([link["stats64"]["tx"]["packets"], root.get("drops", 0), int(own.group(1))])
+
+
+def run(text, tmp_path, monkeypatch):
+    """The run, and the router's output counters read here just before the
+    recorder starts and just after it stops (meta["router_out"])."""
+    out, seen = tmp_path / "run", {}
+
+    def around(name, when):
+        method = getattr(runner._Run, name)
+
+        def wrapped(self, *a):
+            if when == "before":
+                seen["before"] = out_counters(self.ns("router"), self.lay["router"]["out"])
+            method(self, *a)
+            if when == "after":
+                seen["after"] = out_counters(self.ns("router"), self.lay["router"]["out"])
+        monkeypatch.setattr(runner._Run, name, wrapped)
+
+    around("start_recorder", "before")
+    around("stop_recorder", "after")
     r = run_condition(condition(text), out, prefix=PREFIX)
     assert not our_namespaces(), "the run left its testbed up"
     with open(out / "metadata.json") as f:
         meta = json.load(f)
+    meta["router_out"] = seen
     df = hopscope.load(str(out / "run.hsr"))
     truth = pd.read_parquet(out / "truth.parquet")
     return r, meta, df, truth, out
@@ -79,29 +116,73 @@ def flow_records(df, meta, name):
               & (df.dport == port)]
 
 
-def check_accounting(r, meta, df, truth):
-    """Every packet sent is one truth row; every record of a flow is one of them."""
+def ditg_total(log, cwd):
+    """ITGDec's own count of the packets in a D-ITG log."""
+    r = subprocess.run(["ITGDec", str(log)], cwd=cwd, capture_output=True, text=True,
+                       env=dict(os.environ, TZ="UTC"), check=True)
+    return int(re.findall(r"^Total packets\s*=\s*(\d+)", r.stdout, re.M)[-1])
+
+
+def generator_sent(out, s):
+    """What the sender says it sent: ITGSend's log through ITGDec, iperf3's JSON."""
+    if s["generator"] == "ditg":
+        return ditg_total(out / s["files"]["send_log"], out)
+    with open(out / s["files"]["client"]) as f:
+        return json.load(f)["end"]["sum"]["packets"]
+
+
+def check_accounting(r, meta, df, truth, out):
+    """Every packet a generator's log says it sent is one record in the file
+    (read here from its bytes) and one truth row, with the same fate; the
+    router's output counters agree with the records.
+
+    Forwarded is complete, or `inflight` flagged T4_UNSEEN: the t4 gap of
+    README, Known limits. The testbed's shield keeps it away, but not from
+    tasks pinned to the router's CPU: with other jobs' tasks on CPU 0 here, 8
+    of 13 TBF runs (inline, router on CPU 0) had 1-5 such packets of 500-1500,
+    16 RPS runs none. They are counted, never a margin: each one left the
+    router (its counter)."""
+    raw = Raw(out / "run.hsr")
+    rec, src = raw.records, raw.ipv4("saddr")
+    unseen = raw.status("inflight") & (rec["flags"] & T4_UNSEEN > 0)
     for name, c in r.truth.items():
         t = truth[truth.sender == name]
-        assert c["sent"] == r.sent[name] == len(t)
-        assert c["sent"] == c["forwarded"] + c["dropped"] + c["untraced"] + c["not_recorded"]
+        s, cfg = meta["senders"][name], meta["condition"]["senders"][name]
+        sent = generator_sent(out, s)
+        mine = ((rec["proto"] == 17) & (src == s["address"]) & (rec["sport"] == s["sport"])
+                & (rec["dport"] == cfg["port"]))
+        if s["generator"] == "iperf3":
+            mine &= rec["ip_len"] == 28 + cfg["size"]["value"]  # not the 4-byte handshake
+        st = rec["status"][mine]
+        complete, dropped = int((st == STATUS["complete"]).sum()), int((st == STATUS["dropped"]).sum())
+        gap = int(unseen[mine].sum())
+        assert sent == len(st) == complete + dropped + gap, (name, sent, np.unique(st, return_counts=True))
+        assert (c["sent"], c["recorded"], c["forwarded"], c["dropped"], c["untraced"],
+                c["not_recorded"]) == (sent, sent, complete, dropped, gap, 0), (name, c)
+        assert r.sent[name] == len(t) == sent
         assert c["records_unmatched"] == 0
-        recs = flow_records(df, meta, name)
-        size = meta["condition"]["senders"][name]["size"]
-        if meta["senders"][name]["generator"] == "iperf3":
-            recs = recs[recs.ip_len == 28 + size["value"]]  # not the 4-byte handshake
-        assert c["recorded"] == len(recs)
-        assert (t.status.astype(str).value_counts().drop("not_recorded", errors="ignore")
-                .sort_index().to_dict()) == \
-            recs.status.astype(str).value_counts().sort_index().to_dict()
-        rec = t[t.recorded]
-        assert (rec.tx_ns < rec.t1).all()  # sent before the router saw it
-        assert ((rec.t1 - rec.tx_ns) < 50e6).all()
+        lead = t.t1 - t.tx_ns  # generator's clock to the router's, through the header's offset
+        assert (lead > 0).all()  # sent before the router saw it
+        # the clocks agree: the fastest packet's trip, 2-5 us in each of 24
+        # runs here; an offset wrong by more shows in every packet
+        assert lead.min() < 200e3, lead.min()
+        # a packet joined to a record far from its send: preemption between the
+        # sender's timestamp and its send took up to 11.2 ms here (CPU 0 shared
+        # with other jobs), so only the gross error is caught
+        assert lead.max() < 50e6, lead.max()
         assert t.seq.notna().all() and t.seq.is_unique
-    assert meta["warnings"] == []
+    # what reached the router's output while it recorded (sent or dropped by
+    # its qdisc), less what the router made itself: the records of every flow
+    # that left, or were dropped past POST_ROUTING
+    tx, qdisc_drops, own = meta["router_out"]["after"] - meta["router_out"]["before"]
+    out_dropped = raw.status("dropped") & (rec["drop_stage"] == STAGE["t3"])
+    forwarded = int(raw.status("complete").sum() + unseen.sum())
+    assert tx + qdisc_drops - own == forwarded + int(out_dropped.sum()), (tx, qdisc_drops, own)
+    # the accounting holds at whatever rate a sender reached on a busy machine
+    assert [w for w in meta["warnings"] if "did not reach the rate" not in w] == []
 
 
-def test_ditg_run_every_packet_joined(clean, tmp_path):
+def test_ditg_run_every_packet_joined(clean, tmp_path, monkeypatch):
     r, meta, df, truth, out = run("""
 duration = 1.5
 [senders.sender1]
@@ -115,24 +196,26 @@ rate = 2000
 gaps = "exponential"
 cpu = "receiver"
 seed = 0.25
-""", tmp_path)
-    check_accounting(r, meta, df, truth)
+""", tmp_path, monkeypatch)
+    check_accounting(r, meta, df, truth, out)
     for name, tos in (("sender1", 4), ("sender2", 5)):
         t = truth[truth.sender == name]
         table = pd.read_parquet(out / f"{name}.packets.parquet")
         assert len(t) == len(table) > 2000
-        assert r.received[name] == int(table.rx_ns.notna().sum()) == int(t.received.sum())
+        assert r.received[name] == ditg_total(out / meta["senders"][name]["files"]["recv_log"], out) \
+            == int(table.rx_ns.notna().sum()) == int(t.received.sum())
         assert set(flow_records(df, meta, name).tos) == {tos}
-        got = t[t.received & t.forwarded]
-        assert len(got) > 0.95 * len(t)
+        # every packet forwarded (check_accounting: complete or its t4 unseen)
+        # and logged by ITGRecv (its socket dropped none: no warning)
+        assert r.truth[name]["dropped"] == 0 and t.received.all(), r.truth[name]
         # ITGRecv's clock and the records' agree: received after the router sent it
-        assert (got.rx_ns > got.t4).all()
-        assert (got.owd_ns > got.t4 - got.tx_ns).all()
+        assert (t.rx_ns > t.t4).all()
+        assert (t.owd_ns > t.t4 - t.tx_ns).all()
     sizes = truth[truth.sender == "sender2"]["size"]
     assert sizes.nunique() > 100 and 550 < sizes.mean() < 650
 
 
-def test_iperf3_run_every_packet_joined(clean, tmp_path):
+def test_iperf3_run_every_packet_joined(clean, tmp_path, monkeypatch):
     r, meta, df, truth, out = run("""
 duration = 1
 [senders.sender1]
@@ -145,8 +228,8 @@ generator = "iperf3"
 tos = 5
 size = 1000
 rate = 2500
-""", tmp_path)
-    check_accounting(r, meta, df, truth)
+""", tmp_path, monkeypatch)
+    check_accounting(r, meta, df, truth, out)
     for name, n in (("sender1", 4000), ("sender2", 2500)):
         t = truth[truth.sender == name]
         assert r.sent[name] == n
@@ -157,7 +240,7 @@ rate = 2500
         assert meta["senders"][name]["server_received"] <= r.received[name]
 
 
-def test_router_drops_joined_packet_by_packet(clean, tmp_path):
+def test_router_drops_joined_packet_by_packet(clean, tmp_path, monkeypatch):
     """A 4 Mbit/s shaper offered ~8 Mbit/s: its queue drops about half, and
     exactly the packets the router dropped never reached the receiver."""
     r, meta, df, truth, out = run("""
@@ -169,14 +252,15 @@ shape = "tbf:4mbit:20p"
 tos = 4
 size = 1000
 rate = 1000
-""", tmp_path)
-    check_accounting(r, meta, df, truth)
+""", tmp_path, monkeypatch)
+    check_accounting(r, meta, df, truth, out)
     c = r.truth["sender1"]
     assert 0.3 * c["sent"] < c["dropped"] < 0.7 * c["sent"]
     t = truth[truth.recorded]
     assert not t[t.dropped].received.any()
     assert t[t.forwarded].received.all()
-    assert r.received["sender1"] == c["forwarded"] + c["untraced"] - c.get("lost_after_router", 0)
+    assert r.received["sender1"] == c["forwarded"] + c["untraced"] == ditg_total(
+        out / meta["senders"]["sender1"]["files"]["recv_log"], out)
     dropped = flow_records(df, meta, "sender1")
     dropped = dropped[dropped.status == "dropped"]
     assert set(dropped.drop_stage.astype(str)) == {"t3"}  # in the output qdisc
