@@ -3,6 +3,8 @@
 #  1. Debian's packages (apt). libbpf-dev and bpftool alone come from
 #     bookworm-backports: bookworm's libbpf 1.1 cannot attach netfilter
 #     programs, and pulling more from backports upgrades systemd.
+#     openjdk-17-jre-headless is the JVM of pyspark (in the `test` group
+#     below): Spark 4 needs Java 17 or 21, and bookworm has 17.
 #  2. The Python packages, in one virtualenv for the machine ($VENV, default
 #     /opt/hopscope/venv) made from $PYTHON (default: the python3 first on
 #     PATH; Debian's own works). The list is userspace/python/pyproject.toml's
@@ -27,7 +29,7 @@ esac
 
 # --- 1. Debian's packages ---------------------------------------------------
 stamp=/var/lib/hopscope-deps.stamp
-want=8
+want=9
 if [ "$FORCE" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 	bp=/etc/apt/sources.list.d/bookworm-backports.list
 	[ -f "$bp" ] || echo 'deb http://deb.debian.org/debian bookworm-backports main' > "$bp"
@@ -36,7 +38,7 @@ if [ "$FORCE" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; th
 	apt-get install -y -q --no-install-recommends \
 		clang llvm make gcc pkg-config libelf-dev zlib1g-dev \
 		iproute2 ethtool iputils-ping jq iperf3 d-itg tcpdump procps psmisc util-linux \
-		python3 python3-venv poppler-utils man-db \
+		python3 python3-venv poppler-utils man-db openjdk-17-jre-headless \
 		qemu-system-x86 busybox-static cpio xz-utils kmod
 	apt-get install -y -q --no-install-recommends -t bookworm-backports libbpf-dev bpftool
 	# The kernel module (make kmod, make kmod-test) builds against Debian's 6.1 and

@@ -2,7 +2,8 @@
 Python is Debian's /usr/bin/python3, PEP 668 externally managed) into a
 virtualenv of its own (VENV): it succeeds, the venv holds the dependency
 list of userspace/python/pyproject.toml and not hopscope itself, and
-build/hopscope runs the analysis commands with it. Then: a second run is
+build/hopscope runs the analysis commands with it, and its pyspark runs a
+local Spark session on the Java it installed. Then: a second run is
 quick, a changed list is installed again, an editable hopscope left in a
 Python by an older install-deps is removed, and a folder that is not a
 virtualenv is never deleted."""
@@ -48,8 +49,8 @@ def test_holds_the_pyproject_list_and_not_hopscope(made):
     with open(os.path.join(venv, "hopscope-requirements.txt")) as f:
         assert f.read().split() == wanted()
     py = os.path.join(venv, "bin", "python")
-    r = run([py, "-c", "import pandas, numpy, pyarrow, matplotlib, pytest, nbclient, ipykernel"],
-            cwd="/")
+    r = run([py, "-c", "import pandas, numpy, pyarrow, matplotlib, pytest, nbclient, ipykernel,"
+                       " duckdb, pyspark"], cwd="/")
     assert r.returncode == 0, explain(r)
     r = run([py, "-c", "import hopscope"], cwd="/")
     assert r.returncode == 1 and "No module named 'hopscope'" in r.stderr, explain(r)
@@ -60,6 +61,20 @@ def test_the_cli_runs_with_it(made):
     r = run([binary(), "describe", os.path.join(DATA, "single.hsr")],
             env=env(PATH=DEBIAN_PATH, HOPSCOPE_PYTHON=py))
     assert r.returncode == 0 and "6013 records" in r.stdout, explain(r)
+
+
+def test_spark_runs_on_debians_java(made):
+    """tests/traffic's Spark query needs both halves: apt's JVM, the venv's pyspark."""
+    py = os.path.join(made[1], "bin", "python")
+    # the quick JIT alone: a JVM this short starts in half the time
+    code = ("from pyspark.sql import SparkSession\n"
+            "s = (SparkSession.builder.master('local[1]').config('spark.ui.enabled', 'false')"
+            ".config('spark.driver.host', '127.0.0.1')"
+            ".config('spark.driver.extraJavaOptions', '-XX:TieredStopAtLevel=1').getOrCreate())\n"
+            "print(s.range(5).count(), s.version)\n"
+            "s.stop()\n")
+    r = run([py, "-c", code], cwd="/", timeout=300, env=env(PATH=DEBIAN_PATH))
+    assert r.returncode == 0 and r.stdout.split()[0] == "5", explain(r)
 
 
 def test_second_run_is_quick(made):
