@@ -2,14 +2,17 @@
 end to end on the real testbed, recorder and generators, interrupted twice on
 the way: Ctrl-C during the second run, then kill -9 during the third. The
 third invocation must finish the campaign without redoing finished runs; then
-the summary, the dataset and the documented DuckDB query are checked against
-the record files themselves: the expected values are computed here from each
-record's raw instants, not by the code that wrote them."""
+the summary, the dataset and the documented DuckDB and Spark queries are
+checked against the record files themselves: the expected values are computed
+here from each record's raw instants, not by the code that wrote them."""
+import contextlib
 import fcntl
 import json
 import os
 import re
+import shutil
 import signal
+import subprocess
 import time
 
 import duckdb
@@ -213,17 +216,77 @@ def test_documented_duckdb_query_gives_each_runs_delays(campaign, records):
         assert row.d_iq_p99_us == pytest.approx(np.quantile(d_iq, 0.99) / 1e3)
 
 
-def test_documented_spark_query_when_pyspark_is_installed(campaign, records):
-    pytest.importorskip("pyspark")
+@contextlib.contextmanager
+def local_spark():
+    """A small local Spark session, made before the documented code runs so
+    that its getOrCreate() takes this one. Its JVM is ended afterwards, passed
+    or failed: pyspark would keep it for the rest of the pytest process. Not a
+    fixture: without pyspark or java the test fails, rather than errs in setup."""
+    try:
+        from pyspark import SparkContext
+        from pyspark.sql import SparkSession
+    except ImportError:
+        pytest.fail("pyspark is not installed: run `make deps`")
+    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
+        pytest.fail("no java for Spark: run `make deps` (openjdk-17-jre-headless)")
+    try:
+        session = (SparkSession.builder.master("local[1]").appName("hopscope-test")
+                   .config("spark.driver.memory", "512m")
+                   # a short-lived JVM: the quick JIT alone and one GC thread
+                   # start it and run the queries in about half the time
+                   .config("spark.driver.extraJavaOptions",
+                           "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+                   # loopback: the host's name may resolve to a testbed address
+                   .config("spark.driver.bindAddress", "127.0.0.1")
+                   .config("spark.driver.host", "127.0.0.1")
+                   .config("spark.ui.enabled", "false")
+                   .config("spark.sql.shuffle.partitions", "1")  # 200 tasks for 4 groups otherwise
+                   .getOrCreate())
+        session.sparkContext.setLogLevel("ERROR")
+        yield session
+    finally:
+        active = SparkSession.getActiveSession()
+        if active is not None:
+            active.stop()
+        gateway = SparkContext._gateway
+        if gateway is not None:
+            gateway.shutdown()
+            gateway.proc.stdin.close()  # the JVM exits when its stdin closes
+            try:
+                gateway.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                gateway.proc.kill()
+                gateway.proc.wait()
+            SparkContext._gateway = SparkContext._jvm = None
+
+
+# pyspark warns about pandas 3 as a session starts; nothing here goes through pandas
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+def test_documented_spark_query_gives_each_runs_delays(campaign, records):
     code = documented("python").replace("results/ci/", campaign["out"] + "/")
     scope = {}
-    exec(code, scope)
-    rows = scope["per_run"].collect()
-    assert len(rows) == RUNS
+    with local_spark() as spark:
+        from pyspark.sql import functions as F
+        exec(code, scope)
+        assert scope["spark"] is spark
+        rows = scope["per_run"].collect()
+        # every record, whatever its status, with its instants as recorded
+        whole = scope["df"].groupBy("condition", "repetition").agg(
+            F.count("*").alias("n"), F.sum("t1").alias("t1"), F.sum("t4").alias("t4")).collect()
+    assert sorted((r["condition"], r["repetition"]) for r in rows) == sorted(records)
     for r in rows:
         df = records[(r["condition"], r["repetition"])]
+        d_iq, _ = stage_delays(df, "d_iq")
         assert r["packets"] == int((df["status"] == "complete").sum())
-    scope["spark"].stop()
+        # percentile_approx gives the smallest value with at least that share of
+        # the values at or below it (exact under `accuracy` values): numpy's
+        # inverted_cdf
+        for name, p in (("d_iq_p50_us", 0.5), ("d_iq_p99_us", 0.99)):
+            assert r[name] == pytest.approx(np.quantile(d_iq, p, method="inverted_cdf") / 1e3)
+    assert len(whole) == RUNS
+    for r in whole:
+        df = records[(r["condition"], r["repetition"])]
+        assert (r["n"], r["t1"], r["t4"]) == (len(df), int(df["t1"].sum()), int(df["t4"].sum()))
 
 
 def test_summary_tables_and_pdf(campaign, records):
