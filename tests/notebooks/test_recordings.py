@@ -80,7 +80,11 @@ def test_every_sender_recorded(run):
     for s in cond.senders:
         mine = df[df["tos"] == s.tos]
         complete = mine[mine["status"] == "complete"]
-        assert 0.95 * s.count <= len(complete) <= len(mine) <= s.count, s.name
+        # every packet sent is one record, complete, or dropped by the shaper's
+        # queue (test_competitive_both_senders_and_drops): 6000 of 6000
+        # complete alone, 6987 + 13 and 4992 + 8 beside each other
+        assert len(mine) == s.count, (s.name, len(mine))
+        assert set(mine["status"].astype(str)) <= {"complete", "dropped"}, s.name
         assert set(complete["ip_len"]) == {s.size["value"] + UDP_IP_HEADERS}
     # nothing but the senders and the generators' control traffic (TOS 0)
     assert set(df["tos"].unique()) == {0} | {s.tos for s in cond.senders}
