@@ -1,7 +1,7 @@
 """The notebooks: every .py/.ipynb pair in sync (what `jupytext --sync` would
 write) with the outputs stripped; every notebook executed in a fresh kernel
 against the checked-in data, failing on any cell error; and values each
-computed checked against the library run directly on the same file.
+computed checked against the same file read without the library.
 
 The values are read by a probe cell appended to the executed copy (never
 written back), so the names it reads (PATH, a, TOS, ...) are the notebooks'
@@ -24,7 +24,6 @@ from nbclient import NotebookClient
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOKS = os.path.join(ROOT, "notebooks")
 DATA = os.path.join(ROOT, "tests", "data")
-sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 sys.path.insert(0, os.path.join(ROOT, "tests"))
 from rawrecord import Raw  # noqa: E402
 
