@@ -78,7 +78,8 @@ def campaign(tmp_path_factory):
         procs.append(p)
         assert wait_for(lambda: len(finished(out)) == 2 and len(run_dirs(out)) == 3, 120)
         time.sleep(1)  # into the run: testbed up, generators started
-        assert our_processes(), "run 3 should be under way"
+        # on a busy machine the testbed can take longer to come up
+        assert wait_for(our_processes, 60), "run 3 should be under way"
         os.kill(p.pid, signal.SIGKILL)
         p.communicate()
         assert wait_for(lambda: not our_processes(), 15), \
