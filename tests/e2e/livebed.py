@@ -1,10 +1,9 @@
-"""What the live end-to-end tests (test_stages_live, test_ipv6, test_losses)
-share: their own testbed prefix, a recorder that is always stopped, traffic
-from a sender namespace, the router's interface counters, and the checks
-every fresh recording must pass."""
+"""What the live end-to-end tests (test_stages_live, test_ipv6, test_losses,
+test_fresh_file) share: their own testbed prefix, recorders killed at
+teardown, traffic from a sender namespace, the router's interface counters,
+and the checks every fresh recording must pass."""
 import json
 import re
-import subprocess
 import sys
 
 import pytest
@@ -16,7 +15,7 @@ from conftest import HOPSCOPE, Recorder, Testbed, sh, wait_for
 
 P = "hst-lv-"
 RX4, RX6 = "198.18.3.2", "2001:2:0:3::2"
-S1_4, S1_6 = "198.18.1.2", "2001:2:0:1::2"
+S1_6 = "2001:2:0:1::2"
 
 
 @pytest.fixture
