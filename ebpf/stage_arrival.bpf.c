@@ -43,6 +43,9 @@ int BPF_PROG(hs_arrival, struct sk_buff *skb)
 			__u64 was = __sync_val_compare_and_swap(old, v, HS_T0_TWINS | 2);
 
 			if (was == v) {
+				/* the first twin lost its t0 too: the counter
+				 * counts the packets flagged (analysis/loss.py) */
+				hs_count(HS_C_T0_COLLISION);
 				hs_count(HS_C_T0_COLLISION);
 				return 0;
 			}

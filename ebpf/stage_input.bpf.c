@@ -18,10 +18,21 @@ static __always_inline __u64 hs_arrival(__u32 key, __u32 ifindex, __u8 *flags)
 		return 0;
 	}
 	t = HS_READ_ONCE(*t0);
-	/* taken (0) so that a twin arriving from now on is not counted in */
-	if (!(t & HS_T0_TWINS) && __sync_val_compare_and_swap(t0, t, 0) == t) {
-		bpf_map_delete_elem(&arrivals, &ak);
-		return t;
+	if (t && !(t & HS_T0_TWINS)) {
+		/* taken (0) so that a twin arriving from now on is not counted in */
+		__u64 was = __sync_val_compare_and_swap(t0, t, 0);
+
+		if (was == t) {
+			bpf_map_delete_elem(&arrivals, &ak);
+			return t;
+		}
+		t = was;
+	}
+	if (!(t & HS_T0_TWINS)) {
+		/* 0: taken by a packet of this key that just left: this one's
+		 * own arrival came too late to be a twin, and was not kept */
+		hs_count(HS_C_T0_MISS);
+		return 0;
 	}
 	/* one of twins (hopscope.bpf.h, arrivals): no t0; the last one out
 	 * deletes the entry */
