@@ -176,8 +176,10 @@ def check_accounting(r, meta, df, truth, out):
     # that left, or were dropped past POST_ROUTING
     tx, qdisc_drops, own = meta["router_out"]["after"] - meta["router_out"]["before"]
     out_dropped = raw.status("dropped") & (rec["drop_stage"] == STAGE["t3"])
-    forwarded = int(raw.status("complete").sum() + unseen.sum())
-    assert tx + qdisc_drops - own == forwarded + int(out_dropped.sum()), (tx, qdisc_drops, own)
+    forwarded, dropped = int(raw.status("complete").sum() + unseen.sum()), int(out_dropped.sum())
+    assert tx + qdisc_drops - own == forwarded + dropped, (tx, qdisc_drops, own)
+    # and the qdisc's drops are the dropped records (or a report of the router's own)
+    assert dropped <= qdisc_drops <= dropped + own, (qdisc_drops, dropped, own)
     # the accounting holds at whatever rate a sender reached on a busy machine
     assert [w for w in meta["warnings"] if "did not reach the rate" not in w] == []
 
@@ -201,7 +203,9 @@ seed = 0.25
     for name, tos in (("sender1", 4), ("sender2", 5)):
         t = truth[truth.sender == name]
         table = pd.read_parquet(out / f"{name}.packets.parquet")
-        assert len(t) == len(table) > 2000
+        # ITGSend sent 700-3300 of sender1's 4500 with CPU 0 shared with other
+        # jobs; the counts above hold whatever it reached
+        assert len(t) == len(table) > 500
         assert r.received[name] == ditg_total(out / meta["senders"][name]["files"]["recv_log"], out) \
             == int(table.rx_ns.notna().sum()) == int(t.received.sum())
         assert set(flow_records(df, meta, name).tos) == {tos}
@@ -241,13 +245,14 @@ rate = 2500
 
 
 def test_router_drops_joined_packet_by_packet(clean, tmp_path, monkeypatch):
-    """A 4 Mbit/s shaper offered ~8 Mbit/s: its queue drops about half, and
-    exactly the packets the router dropped never reached the receiver."""
+    """A 2 Mbit/s shaper offered up to 8 Mbit/s (D-ITG reached 4-8 on a busy
+    CPU 0): its queue drops half or more, and exactly the packets the router
+    dropped never reached the receiver."""
     r, meta, df, truth, out = run("""
 duration = 1.5
 [testbed]
 mode = "inline"
-shape = "tbf:4mbit:20p"
+shape = "tbf:2mbit:20p"
 [senders.sender1]
 tos = 4
 size = 1000
@@ -255,7 +260,7 @@ rate = 1000
 """, tmp_path, monkeypatch)
     check_accounting(r, meta, df, truth, out)
     c = r.truth["sender1"]
-    assert 0.3 * c["sent"] < c["dropped"] < 0.7 * c["sent"]
+    assert c["dropped"] > 0.3 * c["sent"]
     t = truth[truth.recorded]
     assert not t[t.dropped].received.any()
     assert t[t.forwarded].received.all()
