@@ -131,7 +131,7 @@ def generator_sent(out, s):
         return json.load(f)["end"]["sum"]["packets"]
 
 
-def check_accounting(r, meta, df, truth, out):
+def check_accounting(r, meta, truth, out):
     """Every packet a generator's log says it sent is one record in the file
     (read here from its bytes) and one truth row, with the same fate; the
     router's output counters agree with the records.
@@ -199,7 +199,7 @@ gaps = "exponential"
 cpu = "receiver"
 seed = 0.25
 """, tmp_path, monkeypatch)
-    check_accounting(r, meta, df, truth, out)
+    check_accounting(r, meta, truth, out)
     for name, tos in (("sender1", 4), ("sender2", 5)):
         t = truth[truth.sender == name]
         table = pd.read_parquet(out / f"{name}.packets.parquet")
@@ -233,7 +233,7 @@ tos = 5
 size = 1000
 rate = 2500
 """, tmp_path, monkeypatch)
-    check_accounting(r, meta, df, truth, out)
+    check_accounting(r, meta, truth, out)
     for name, n in (("sender1", 4000), ("sender2", 2500)):
         t = truth[truth.sender == name]
         assert r.sent[name] == n
@@ -258,7 +258,7 @@ tos = 4
 size = 1000
 rate = 1000
 """, tmp_path, monkeypatch)
-    check_accounting(r, meta, df, truth, out)
+    check_accounting(r, meta, truth, out)
     c = r.truth["sender1"]
     assert c["dropped"] > 0.3 * c["sent"]
     t = truth[truth.recorded]
