@@ -42,10 +42,20 @@ def recorder(tmp_path):
     yield start
     for r in started:
         r.kill()
+    # a link dies with its process: nothing of theirs may stay on the router
+    assert wait_for(lambda: not any(net_show().get(k) for k in ("xdp", "tc")), timeout=10), \
+        net_show()
 
 
 def ns(name, *cmd, **kw):
     return sh("ip", "netns", "exec", P + name, *cmd, **kw)
+
+
+def net_show():
+    """bpftool's view of the router's namespace (its netfilter part lists the
+    whole machine's links); {} when the namespace is gone"""
+    r = ns("router", "bpftool", "-j", "net", "show", check=False)
+    return json.loads(r.stdout)[0] if r.returncode == 0 else {}
 
 
 def ipv4_only():

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from conftest import sh, wait_for
-from livebed import ipv4_only, links, ns, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
+from livebed import (ipv4_only, links, net_show, recorder, send_udp, stopped,  # noqa: F401
+                     tb, wait_out)
 
 N = 400
 OPTIONAL = ["t0", "t_tcin", "t_fwd", "t_tceg"]
@@ -60,7 +61,7 @@ def my_hooks():
     and tcx are listed in the router's namespace; netfilter links and
     tracepoints are listed for the whole machine (other tests' recorders
     too), so only those of programs sharing the XDP program's maps count"""
-    net = json.loads(ns("router", "bpftool", "-j", "net", "show").stdout)[0]
+    net = net_show()
     if not net["xdp"]:
         return {(x["kind"], x["devname"], x["name"]) for x in net["tc"]}, {}
     progs = json.loads(sh("bpftool", "-j", "prog", "show").stdout)
