@@ -8,8 +8,11 @@ import json
 import os
 import shlex
 import subprocess
+import shutil
+import tempfile
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -53,9 +56,9 @@ def sys_read(role, path):
     return r.stdout.strip()
 
 
-def state():
+def state(state_dir=STATE_DIR):
     values = {}
-    for line in (STATE_DIR / f"testbed-{PREFIX}.env").read_text().splitlines():
+    for line in (state_dir / f"testbed-{PREFIX}.env").read_text().splitlines():
         if line and not line.startswith("#"):
             key, _, value = line.partition("=")
             words = shlex.split(value)
@@ -403,11 +406,17 @@ def sleepers():
         p.wait()
 
 
-def shield_free():
-    """No testbed up and no shield in place: the shield tests start from nothing."""
-    run([str(TESTBED), "down"])
-    if any(STATE_DIR.glob("testbed-*.env")) or (STATE_DIR / "shield-saved").exists():
-        pytest.skip("another testbed (or its shield) is up on this machine")
+@pytest.fixture
+def own():
+    """A state directory of the shield tests' own: another testbed up on the
+    machine (a user's, a concurrent run's) neither skips them nor shares their
+    saved affinities; what they assert is relative to what they found."""
+    d = Path(tempfile.mkdtemp(prefix="hst-tb-state-"))
+    env = {**ENV, "HS_STATE_DIR": str(d)}
+    run([str(TESTBED), "down"], env=env)
+    yield SimpleNamespace(dir=d, env=env, me=os.sched_getaffinity(0), wq=WQ_MASK.read_text())
+    run([str(TESTBED), "down"], env=env)
+    shutil.rmtree(d, ignore_errors=True)
 
 
 WQ_MASK = Path("/sys/devices/virtual/workqueue/cpumask")
@@ -415,30 +424,25 @@ WQ_MASK = Path("/sys/devices/virtual/workqueue/cpumask")
 
 @pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
 @pytest.mark.parametrize("mode, router", [("rps", os.cpu_count() - 1), ("inline", 0)])
-def test_shield_keeps_the_router_cpu_and_gives_it_back(sleepers, mode, router):
-    shield_free()
+def test_shield_keeps_the_router_cpu_and_gives_it_back(own, sleepers, mode, router):
     every = set(range(os.cpu_count()))
     free, pinned, repinned = sleepers(every), sleepers({router}), sleepers(every)
-    wq = WQ_MASK.read_text()
-    try:
-        out = tb("up", "--mode", mode)
-        assert "shield: moved" in out
-        assert state()["HS_TB_CPU_ROUTER"] == str(router)
-        assert os.sched_getaffinity(free) == every - {router}
-        assert os.sched_getaffinity(pinned) == {router}   # placed there on purpose
-        assert os.sched_getaffinity(os.getpid()) == every - {router}
-        assert state()["HS_TB_SHIELD"] == "1"
-        assert f"CPU {router} kept for the router" in tb("status")
-        os.sched_setaffinity(repinned, {router})    # someone's choice while up: kept
-        out = tb("down")
-        assert "shield lifted: gave" in out and "1 changed meanwhile" in out
-        assert os.sched_getaffinity(free) == every
-        assert os.sched_getaffinity(os.getpid()) == every
-        assert os.sched_getaffinity(repinned) == {router}
-        assert WQ_MASK.read_text() == wq
-        assert not (STATE_DIR / "shield-saved").exists()
-    finally:
-        run([str(TESTBED), "down"])
+    out = tb("up", "--mode", mode, "--shield", "router", env=own.env)
+    assert "shield: moved" in out
+    assert state(own.dir)["HS_TB_CPU_ROUTER"] == str(router)
+    assert os.sched_getaffinity(free) == every - {router}
+    assert os.sched_getaffinity(pinned) == {router}   # placed there on purpose
+    assert os.sched_getaffinity(0) == own.me - {router}
+    assert state(own.dir)["HS_TB_SHIELD"] == "1"
+    assert f"CPU {router} kept for the router" in tb("status", env=own.env)
+    os.sched_setaffinity(repinned, {router})    # someone's choice while up: kept
+    out = tb("down", env=own.env)
+    assert "shield lifted: gave" in out and "1 changed meanwhile" in out
+    assert os.sched_getaffinity(free) == every
+    assert os.sched_getaffinity(0) == own.me
+    assert os.sched_getaffinity(repinned) == {router}
+    assert WQ_MASK.read_text() == own.wq
+    assert not (own.dir / "shield-saved").exists()
 
 
 def ksoftirqd(cpu):
@@ -452,66 +456,56 @@ def ksoftirqd(cpu):
 
 
 @pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
-def test_shield_senders_keeps_the_senders_cpu_and_gives_it_back(sleepers):
+def test_shield_senders_keeps_the_senders_cpu_and_gives_it_back(own, sleepers):
     """--shield senders (throughput trials): CPU0 kept for the senders, the
     router's too when a CPU is left for the rest; with two CPUs the router's
     ksoftirqd goes first on the CPU everything else then shares."""
-    shield_free()
     n, router = os.cpu_count(), os.cpu_count() - 1
     every = set(range(n))
     kept = {0} if n < 3 else {0, router}
     free, pinned = sleepers(every), sleepers({0})
     ks = ksoftirqd(router)
-    assert os.sched_getscheduler(ks) == os.SCHED_OTHER
-    try:
-        out = tb("up", "--shield", "senders")
-        assert "shield: moved" in out
-        assert state()["HS_TB_SHIELD_FOR"] == "senders"
-        assert os.sched_getaffinity(free) == every - kept
-        assert os.sched_getaffinity(pinned) == {0}     # placed there on purpose
-        assert (os.sched_getscheduler(ks) == os.SCHED_FIFO) == (n < 3)
-        doc = json.loads(tb("status", "--json"))
-        assert doc["shield_for"] == "senders" and doc["shield_cpus"] == sorted(kept)
-        assert doc["options"] == "--mode rps --shape none --shield senders"
-        assert "CPU 0" in tb("status") and "kept for the senders" in tb("status")
-        tb("down")
-        assert os.sched_getaffinity(free) == every
-        assert os.sched_getscheduler(ks) == os.SCHED_OTHER
-        assert not (STATE_DIR / "shield-saved").exists()
-    finally:
-        run([str(TESTBED), "down"])
+    policy = os.sched_getscheduler(ks)
+    out = tb("up", "--shield", "senders", env=own.env)
+    assert "shield: moved" in out
+    assert state(own.dir)["HS_TB_SHIELD_FOR"] == "senders"
+    assert os.sched_getaffinity(free) == every - kept
+    assert os.sched_getaffinity(pinned) == {0}     # placed there on purpose
+    assert (os.sched_getscheduler(ks) == os.SCHED_FIFO) == (n < 3)
+    doc = json.loads(tb("status", "--json", env=own.env))
+    assert doc["shield_for"] == "senders" and doc["shield_cpus"] == sorted(kept)
+    assert "--shield senders" in doc["options"]
+    assert "CPU 0" in tb("status", env=own.env) and "kept for the senders" in tb("status", env=own.env)
+    tb("down", env=own.env)
+    assert os.sched_getaffinity(free) == every
+    assert os.sched_getscheduler(ks) == policy
+    assert not (own.dir / "shield-saved").exists()
 
 
 @pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
 @pytest.mark.parametrize("mode", ["rps", "inline"])
-def test_no_shield_leaves_tasks_where_they_are(sleepers, mode):
-    shield_free()
+def test_no_shield_leaves_tasks_where_they_are(own, sleepers, mode):
     every = set(range(os.cpu_count()))
     free = sleepers(every)
-    try:
-        out = tb("up", "--mode", mode, "--no-shield")
-        assert "shield:" not in out
-        assert os.sched_getaffinity(free) == every
-        assert not (STATE_DIR / "shield-saved").exists()
-        assert "shield:" not in tb("status")
-    finally:
-        run([str(TESTBED), "down"])
+    out = tb("up", "--mode", mode, "--no-shield", env=own.env)
+    assert "shield:" not in out
+    assert os.sched_getaffinity(free) == every
+    assert not (own.dir / "shield-saved").exists()
+    assert "shield:" not in tb("status", env=own.env)
 
 
 @pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
-def test_shield_lifted_by_the_last_testbed_down(sleepers):
-    shield_free()
+def test_shield_lifted_by_the_last_testbed_down(own, sleepers):
     router = os.cpu_count() - 1
     every = set(range(os.cpu_count()))
     free = sleepers(every)
-    other = {**ENV, "HS_PREFIX": "hst-tb2-"}
+    other = {**own.env, "HS_PREFIX": "hst-tb2-"}
     try:
-        tb("up")
-        tb("up", env=other)
-        tb("down")
+        tb("up", "--shield", "router", env=own.env)
+        tb("up", "--shield", "router", env=other)
+        tb("down", env=own.env)
         assert os.sched_getaffinity(free) == every - {router}
         assert "shield lifted" in tb("down", env=other)
         assert os.sched_getaffinity(free) == every
     finally:
-        run([str(TESTBED), "down"])
         run([str(TESTBED), "down"], env=other)
