@@ -77,16 +77,16 @@ Options for up:
                 default $DEFAULT_LIMIT
   --sink        attach the sink (HS_SINK_OBJ) as generic XDP on rx-eth0: the
                 receiver drops UDP data and counts it (make build/sink.bpf.o)
-  --no-shield   leave other tasks on the router's CPU (in inline mode the
-                senders' too); by default up moves every task that may run
-                elsewhere off it (testbed/shield.py), and the last testbed
-                down moves them back
   --shield router|senders
-                which CPU the shield keeps: the router's (default), or the
-                senders' (and the router's too when a CPU is left for all
-                else; if not, the router CPU's ksoftirqd runs at SCHED_FIFO
-                1): for runs that record nothing, where a generator sharing
-                its CPU sends less than asked (hopscope throughput)
+                move every task that may run elsewhere off a CPU while the
+                testbed is up (testbed/shield.py; the last testbed down moves
+                them back): the router's (in inline mode the senders' too), or
+                the senders' (and the router's too when a CPU is left for all
+                else; if not, the router CPU's ksoftirqd runs at SCHED_FIFO 1)
+                for runs that record nothing, where a generator sharing its
+                CPU sends less than asked (hopscope throughput). Off by
+                default: tasks you did not start stay where they are
+  --no-shield   the default, said explicitly
 
 Environment:
   HS_PREFIX     prefix of the namespace names (default empty); give each
@@ -176,7 +176,7 @@ parse_shape() {
 }
 
 parse_up_options() {
-	MODE=rps SHAPE=none SINK=0 SHIELD=1 SHIELD_FOR=router
+	MODE=rps SHAPE=none SINK=0 SHIELD=0 SHIELD_FOR=router
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--mode)
@@ -213,8 +213,7 @@ parse_up_options() {
 	done
 	OPTIONS="--mode $MODE --shape $SHAPE"
 	[ "$SINK" = 0 ] || OPTIONS+=" --sink"
-	[ "$SHIELD" = 1 ] || OPTIONS+=" --no-shield"
-	[ "$SHIELD" = 0 ] || [ "$SHIELD_FOR" = router ] || OPTIONS+=" --shield $SHIELD_FOR"
+	[ "$SHIELD" = 0 ] || OPTIONS+=" --shield $SHIELD_FOR"
 }
 
 # ---- what the testbed is made of ---------------------------------------------
@@ -461,7 +460,7 @@ set_shield() {
 	# its softirq work (forwarding, the shaper) goes first (shield.py says why)
 	[[ ",$cpus," == *",$CPU_ROUTER,"* ]] || set -- --softirq-first "$CPU_ROUTER"
 	out=$(python3 "$here/shield.py" on "$cpus" "$SHIELD_STATE" "$@") ||
-		hs_die "could not move other tasks off CPU $cpus (see above); --no-shield leaves them"
+		hs_die "could not move other tasks off CPU $cpus (see above); without --shield they stay"
 	say "shield: $out"
 }
 

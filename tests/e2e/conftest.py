@@ -81,8 +81,14 @@ class Testbed:
         self.procs = []
         self.prefix = prefix
 
-    def up(self, *args):
+    def up(self, *args, shield=True):
+        """testbed.sh up ARGS. These tests check that every packet is
+        complete, so they keep the router's CPU to the router (--shield
+        router): on this VM the kernel runs no BPF tracepoint program, t4's
+        included, while its agent (PID 1) is the task a softirq interrupted
+        (docs/measurements.md, "t4 gap"). shield=False: other tasks share it."""
         env = dict(os.environ, HS_PREFIX=self.prefix)
+        args = [*args, "--shield", "router"] if shield else list(args)
         r = subprocess.run([TESTBED, "up", *args], env=env, capture_output=True, text=True)
         assert r.returncode == 0, r.stderr
         return self

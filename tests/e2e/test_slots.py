@@ -90,10 +90,9 @@ def test_copies_freed_on_the_router_are_not_drops(tb, tmp_path):
     assert len(d) == 300 and d.seq.is_unique, d.status.value_counts()
     st = d.status.value_counts()
     assert st["dropped"] == 0, st
-    # complete, but for the t4 gap (README, Known limits: up to ~1 % without
-    # the testbed's shield, which another testbed's state can keep off)
-    assert st["complete"] >= 297, st
-    assert (d[d.status != "complete"].t3 > 0).all(), d[d.status != "complete"]
+    # complete, every one: the Testbed fixture's shield keeps this VM's agent,
+    # in whose context no BPF tracepoint runs, off the router's CPU
+    assert st["complete"] == 300, st
     assert c["race"] == 0 and c["evicted"] == 0, c
 
 
@@ -117,6 +116,8 @@ def test_eviction_mid_flight_records_each_packet_once(tb, tmp_path):
     # the counters count what the records say
     assert c["evicted"] == st["evicted"] and c["complete"] == st["complete"], (c, st)
     # an evicted packet's own t4 found its slot taken: stale, not a second record
+    # (measured: 0-1 of ~236 evicted packets' t4 not counted stale, 3 runs of 6
+    # shielded, cause not found; the record count above is exact regardless)
     assert c["stale"] >= st["evicted"] - 5, c
     # a complete record has all four instants, in order
     ok = d[d.status == "complete"]
@@ -142,7 +143,8 @@ def test_t0_arrivals_cannot_fill_up(tb, tmp_path):
     print(rec.stop())
     d, c = udp(rec.out, 7)
     assert c["t0_map_full"] == 0, c
-    assert len(d) == 500 and (d.t0 > 0).mean() >= 0.99, (d.t0 > 0).mean()
+    # 1 ms apart, no two in the backlog at once: every one has its t0
+    assert len(d) == 500 and (d.t0 > 0).all(), (d.t0 > 0).mean()
 
 
 def test_full_disk_the_end_chunk_counts_what_was_not_stored(tb, tmp_path):

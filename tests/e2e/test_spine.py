@@ -89,9 +89,9 @@ def test_two_senders_every_packet_one_complete_record(testbed, recorder):
 
 
 def test_rps_mode_every_packet_one_complete_record(testbed, recorder):
-    """Default testbed: the router on its own CPU, shielded from other tasks
-    (without the shield this VM skips BPF at t4 for 0.1-0.9 % of the packets:
-    README, Known limits)."""
+    """Default testbed (rps): the router on its own CPU, which the Testbed
+    fixture shields (this VM runs no BPF tracepoint program in its agent's
+    context: README, Known limits; test_shared_cpu.py shares the CPU)."""
     testbed.up()
     df, _ = two_senders(testbed, recorder)
     for tos, size in ((4, 64), (5, 100)):

@@ -171,7 +171,7 @@ class TestRps:
         doc = json.loads(tb("status", "--json"))
         assert doc["up"] and doc["healthy"] and doc["problems"] == []
         assert doc["format"] == "hopscope-testbed/1" and doc["prefix"] == PREFIX
-        assert (doc["mode"], doc["shape"], doc["sink"], doc["shield"]) == ("rps", "none", True, True)
+        assert (doc["mode"], doc["shape"], doc["sink"], doc["shield"]) == ("rps", "none", True, False)
         assert doc["options"] == rps_bed["HS_TB_OPTIONS"]
         assert doc["namespaces"] == {role: PREFIX + role for role in ROLES}
         assert doc["router_netns_inode"] == os.stat(f"/run/netns/{PREFIX}router").st_ino

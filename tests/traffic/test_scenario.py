@@ -65,7 +65,7 @@ def test_paper_files_encode_the_paper():
 def test_one_condition_with_defaults():
     (c,) = parse_scenario(BASE, "/x/one.toml").conditions()
     assert c.name == "one" and c.repetitions == 1
-    assert c.testbed == {"mode": "rps", "shape": "none", "sink": False, "shield": True}
+    assert c.testbed == {"mode": "rps", "shape": "none", "sink": False, "shield": False}
     s = c.senders[0]
     assert (s.namespace, s.generator, s.protocol, s.port, s.cpu) == \
         ("sender1", "ditg", "udp", 10001, "sender")

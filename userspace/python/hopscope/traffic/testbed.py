@@ -22,20 +22,18 @@ class TestbedError(Exception):
     """testbed.sh refused (bad options, not up, not healthy); the message says why."""
 
 
-def up_options(mode="rps", shape="none", sink=False, shield=True):
+def up_options(mode="rps", shape="none", sink=False, shield=False):
     """testbed.sh up's options for a scenario's [testbed] (its keys): shield
-    True keeps the router's CPU, "senders" the senders' (--shield senders),
-    False none."""
+    True keeps the router's CPU (--shield router), "senders" the senders'
+    (--shield senders), False none (testbed.sh's default)."""
     args = ["--mode", mode, "--shape", shape]
     args += ["--sink"] if sink else []
-    if shield is False:
-        args += ["--no-shield"]
-    elif shield not in (True, "router"):
-        args += ["--shield", shield]
+    if shield is not False:
+        args += ["--shield", "router" if shield is True else shield]
     return args
 
 
-def layout(prefix="", *, live=False, mode="rps", shape="none", sink=False, shield=True):
+def layout(prefix="", *, live=False, mode="rps", shape="none", sink=False, shield=False):
     """The testbed's layout as a dict (a fresh copy; change it freely).
 
     live=False: what `testbed.sh up` with these options (up_options) would

@@ -18,7 +18,7 @@ def build(flat, name, scenario, senders, lossless, problems):
     testbed = {"mode": r.choice(("testbed", "mode"), "rps", ("rps", "inline", "napi")),
                "shape": r.string(("testbed", "shape"), "none"),
                "sink": r.boolean(("testbed", "sink"), False),
-               "shield": r.boolean(("testbed", "shield"), True)}
+               "shield": r.boolean(("testbed", "shield"), False)}
     lay = _layout(r, testbed)
     tracer = {"stages": _stages(r),
               "backend": r.choice(("tracer", "backend"), "auto", ("auto", "ebpf", "kmod")),

@@ -107,7 +107,7 @@ def describe(cond):
     tb = cond.testbed
     parts = [f"{tb['mode']}" + (f", {tb['shape']}" if tb["shape"] != "none" else "")
              + (", sink" if tb["sink"] else "")
-             + ("" if tb["shield"] else ", no shield")]
+             + (", shield" if tb["shield"] else "")]
     for s in cond.senders:
         size = s.size["value"] if s.size["dist"] == "constant" else \
             f"{s.size['dist']}({', '.join(f'{v:g}' for k, v in s.size.items() if k != 'dist')})"
