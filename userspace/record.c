@@ -432,9 +432,9 @@ static int record_loop(struct run *run, struct opts *o)
 			"(status inflight)\n", (unsigned long long)(inflight - run->w.t4_unseen));
 	if (run->w.t4_unseen)
 		fprintf(stderr, "hopscope: WARNING: %llu packets (status inflight) were overtaken "
-			"by later packets of their flow that left: their t4 went unseen. Other tasks "
-			"on the forwarding CPU can cause this (README, Known limits; testbed.sh keeps "
-			"that CPU free)\n",
+			"by later packets of their flow that left: their t4 went unseen. A kernel "
+			"that skips BPF tracepoints in some task's context causes this (README, "
+			"Known limits; testbed.sh --shield router keeps that CPU free)\n",
 			(unsigned long long)run->w.t4_unseen);
 	return run->err || run->counters_err ? 1 : 0;
 }
