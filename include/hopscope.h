@@ -181,7 +181,7 @@ struct hs_meta {
 	X(HS_C_XDP_IPV6EXT, 6, "xdp_ipv6_ext") \
 	X(HS_C_XDP_META_FAIL, 7, "xdp_meta_fail")	/* adjust_meta refused: not traced */ \
 	X(HS_C_T0_PKTS, 8, "t0_pkts") \
-	X(HS_C_T0_COLLISION, 9, "t0_collision")	/* t0 key already in flight */ \
+	X(HS_C_T0_COLLISION, 9, "t0_collision")	/* packets flagged t0_collision: a twin of theirs was in flight */ \
 	X(HS_C_T0_MAP_FULL, 10, "t0_map_full") \
 	X(HS_C_T0_MISS, 11, "t0_miss")		/* XDP found no t0 for its key */ \
 	X(HS_C_PRE_PKTS, 12, "pre_pkts")	/* PRE_ROUTING packets carrying our metadata */ \
