@@ -271,6 +271,7 @@ struct run {
 	uint64_t counters[HS_C_NCOUNTERS];
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
+	const struct hs_clock_facts *clock;
 };
 
 /*
@@ -369,6 +370,7 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)run->counters[HS_C_RB_FAIL],
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
+	hs_clock_warn(run->clock);	/* again: the start's scrolled away */
 }
 
 static int record_loop(struct run *run, struct opts *o)
@@ -471,7 +473,8 @@ int hs_cmd_record(int argc, char **argv)
 		.ready_fd = -1,
 	};
 	struct hs_clocks start;
-	struct run run = {};
+	struct hs_clock_facts clock;
+	struct run run = { .clock = &clock };
 	struct js header;
 	int err;
 
@@ -487,6 +490,8 @@ int hs_cmd_record(int argc, char **argv)
 			"CAP_PERFMON + CAP_NET_ADMIN)\n");
 		return 1;
 	}
+	/* here, before the netns's own /sys replaces this one */
+	hs_clock_facts_read(&clock);
 	if (hs_netns_enter(o.cfg.netns, &o.cfg.netns_inum) ||
 	    hs_ifaces_add(&o.cfg, o.in, 0) || hs_ifaces_add(&o.cfg, o.out, 1) ||
 	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode))
@@ -509,7 +514,7 @@ int hs_cmd_record(int argc, char **argv)
 	}
 	hs_clocks_now(&start);
 	js_init(&header);
-	hs_runmeta_header(&header, &o.cfg, run.b, &start, argc, argv);
+	hs_runmeta_header(&header, &o.cfg, run.b, &start, &clock, argc, argv);
 	if (!js_text(&header) || hs_writer_open(&run.w, o.output, js_text(&header))) {
 		js_free(&header);
 		hs_writer_free(&run.w);
@@ -520,10 +525,12 @@ int hs_cmd_record(int argc, char **argv)
 	if (!o.quiet)
 		fprintf(stderr, "hopscope: recording %s (backend %s) to %s; Ctrl-C to stop\n",
 			o.cfg.netns ? o.cfg.netns : "this namespace", run.b->name, o.output);
+	hs_clock_warn(&clock);
 	if (o.ready_fd >= 0)
 		tell_ready(o.ready_fd);
 	err = record_loop(&run, &o);
 	hs_writer_free(&run.w);
 	run.b->close(run.b);
+	hs_clock_facts_free(&clock);
 	return err;
 }

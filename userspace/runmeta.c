@@ -62,6 +62,141 @@ static char *first_line(const char *path, const char *prefix)
 	return out;
 }
 
+#define CS_DIR "/sys/devices/system/clocksource/clocksource0/"
+
+/* line holds word as a whole word (cpuinfo's flags are space separated) */
+static int has_word(const char *line, const char *word)
+{
+	size_t n = strlen(word);
+
+	for (const char *p = strstr(line, word); p; p = strstr(p + 1, word))
+		if ((p == line || p[-1] == ' ' || p[-1] == '\t') && strchr(" \t\n", p[n]))
+			return 1;
+	return 0;
+}
+
+/* constant_tsc and nonstop_tsc: set only if every CPU's flags line has them;
+ * no flags line (not x86, or no /proc) leaves them unknown */
+static void tsc_flags(struct hs_clock_facts *f)
+{
+	FILE *in = fopen("/proc/cpuinfo", "re");
+	char *line = NULL;
+	size_t cap = 0;
+	int cpus = 0, constant = 0, nonstop = 0;
+
+	f->constant_tsc = f->nonstop_tsc = -1;
+	if (!in)
+		return;
+	while (getline(&line, &cap, in) > 0) {
+		if (strncmp(line, "flags", 5) || !strchr(line, ':'))
+			continue;
+		cpus++;
+		constant += has_word(line, "constant_tsc");
+		nonstop += has_word(line, "nonstop_tsc");
+	}
+	free(line);
+	fclose(in);
+	if (cpus) {
+		f->constant_tsc = constant == cpus;
+		f->nonstop_tsc = nonstop == cpus;
+	}
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}
+
+void hs_clock_facts_read(struct hs_clock_facts *f)
+{
+	static uint64_t t[HS_CLOCK_READS + 1];
+	struct timespec res;
+
+	f->clocksource = first_line(CS_DIR "current_clocksource", NULL);
+	f->available = first_line(CS_DIR "available_clocksource", NULL);
+	tsc_flags(f);
+	f->resolution_ns = clock_getres(CLOCK_MONOTONIC, &res) ? -1 :
+			   res.tv_sec * 1000000000ll + res.tv_nsec;
+	/* back to back: each difference is the cost of one read (the median
+	 * leaves out reads an interrupt or a preemption fell into) */
+	for (int i = 0; i <= HS_CLOCK_READS; i++)
+		t[i] = ns(CLOCK_MONOTONIC);
+	for (int i = 0; i < HS_CLOCK_READS; i++)
+		t[i] = t[i + 1] - t[i];
+	qsort(t, HS_CLOCK_READS, sizeof(t[0]), cmp_u64);
+	f->read_ns = t[HS_CLOCK_READS / 2];
+}
+
+void hs_clock_facts_free(struct hs_clock_facts *f)
+{
+	free(f->clocksource);
+	free(f->available);
+	f->clocksource = f->available = NULL;
+}
+
+void hs_clock_warn(const struct hs_clock_facts *f)
+{
+	/* tsc is the clocksource to want on x86 only: the flags say it is x86 */
+	int x86 = f->constant_tsc >= 0;
+
+	if (x86 && f->clocksource && strcmp(f->clocksource, "tsc"))
+		fprintf(stderr, "hopscope: WARNING: the clocksource is %s, not tsc: every "
+			"instant is read from it, coarser and costlier than the TSC (docs/clock.md)\n",
+			f->clocksource);
+	if (f->constant_tsc == 0)
+		fprintf(stderr, "hopscope: WARNING: the TSC is not constant (no constant_tsc): its "
+			"rate follows the CPU's frequency (docs/clock.md)\n");
+	if (f->nonstop_tsc == 0)
+		fprintf(stderr, "hopscope: WARNING: the TSC is not non-stop (no nonstop_tsc): it "
+			"may stop in deep idle states (docs/clock.md)\n");
+}
+
+static void tristate(struct js *j, const char *key, int v)
+{
+	if (v < 0)
+		js_raw(j, key, NULL);
+	else
+		js_bool(j, key, v);
+}
+
+static void signed_or_null(struct js *j, const char *key, int64_t v)
+{
+	if (v < 0)
+		js_raw(j, key, NULL);
+	else
+		js_i64(j, key, v);
+}
+
+/* "clock": the facts above, null where unknown */
+static void clock_json(struct js *j, const struct hs_clock_facts *f, const struct hs_backend *b)
+{
+	js_open(j, "clock", '{');
+	js_str(j, "clocksource", f->clocksource);
+	if (f->available) {
+		char *list = strdup(f->available), *save = NULL;
+
+		js_open(j, "available_clocksources", '[');
+		for (char *w = list ? strtok_r(list, " \t", &save) : NULL; w;
+		     w = strtok_r(NULL, " \t", &save))
+			js_str(j, NULL, w);
+		js_close(j, ']');
+		free(list);
+	} else {
+		js_raw(j, "available_clocksources", NULL);
+	}
+	tristate(j, "constant_tsc", f->constant_tsc);
+	tristate(j, "nonstop_tsc", f->nonstop_tsc);
+	/* the kernel's clock behind every instant, both backends */
+	js_str(j, "stamp_clock", "CLOCK_MONOTONIC");
+	js_str(j, "stamp_read", strcmp(b->name, "kmod") ? "bpf_ktime_get_ns" : "ktime_get_ns");
+	signed_or_null(j, "resolution_ns", f->resolution_ns);
+	signed_or_null(j, "user_read_cost_ns", f->read_ns);
+	js_u64(j, "user_read_cost_reads", HS_CLOCK_READS);
+	js_close(j, '}');
+}
+
 /* "hooks": one object per probe, whichever backend attached it */
 static void hooks_json(struct js *j, const struct hs_backend *b)
 {
@@ -84,12 +219,12 @@ static void hooks_json(struct js *j, const struct hs_backend *b)
 }
 
 void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct hs_backend *b,
-		       const struct hs_clocks *start, int argc, char **argv)
+		       const struct hs_clocks *start, const struct hs_clock_facts *clock,
+		       int argc, char **argv)
 {
 	struct utsname u;
 	char host[256] = "";
 	struct js cmd;
-	char *cs = first_line("/sys/devices/system/clocksource/clocksource0/current_clocksource", NULL);
 	char *model = first_line("/proc/cpuinfo", "model name");
 
 	uname(&u);
@@ -121,7 +256,8 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_str(j, "version", u.version);
 	js_str(j, "machine", u.machine);
 	js_close(j, '}');
-	js_str(j, "clocksource", cs);
+	js_str(j, "clocksource", clock->clocksource);	/* as before "clock" */
+	clock_json(j, clock, b);
 	js_open(j, "cpu", '{');
 	js_str(j, "model", model);
 	js_u64(j, "count", sysconf(_SC_NPROCESSORS_ONLN));
@@ -157,7 +293,6 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 #undef FLAG
 	js_close(j, '}');
 	js_close(j, '}');
-	free(cs);
 	free(model);
 	js_free(&cmd);
 }

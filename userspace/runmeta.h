@@ -14,11 +14,31 @@ struct hs_clocks {
 };
 
 void hs_clocks_now(struct hs_clocks *c);
+
+/* What the instants' accuracy depends on, read once before recording (before
+ * entering the router's netns, whose fresh /sys would hide a bind mount).
+ * NULL, -1: unknown (not readable here, or not x86 for the TSC flags). */
+struct hs_clock_facts {
+	char *clocksource;		/* current_clocksource */
+	char *available;		/* available_clocksource, space separated */
+	int constant_tsc, nonstop_tsc;	/* 1 on every CPU, 0 missing on one, -1 unknown */
+	int64_t resolution_ns;		/* clock_getres(CLOCK_MONOTONIC) */
+	int64_t read_ns;		/* median cost of one clock_gettime(CLOCK_MONOTONIC) */
+};
+
+#define HS_CLOCK_READS 10000	/* reads behind read_ns */
+void hs_clock_facts_read(struct hs_clock_facts *f);
+void hs_clock_facts_free(struct hs_clock_facts *f);
+/* one "hopscope: WARNING: ..." line to stderr per clock fact that makes the
+ * instants less accurate: a clocksource other than tsc, a TSC not constant or
+ * not non-stop */
+void hs_clock_warn(const struct hs_clock_facts *f);
 /* the header's "command": the command line, cut at a character boundary past this */
 #define HS_COMMAND_MAX 65536
-/* the header JSON: the run, the machine, the interfaces, and what b attached */
+/* the header JSON: the run, the machine, its clock, the interfaces, and what b attached */
 void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct hs_backend *b,
-		       const struct hs_clocks *start, int argc, char **argv);
+		       const struct hs_clocks *start, const struct hs_clock_facts *clock,
+		       int argc, char **argv);
 
 /* what the recorder itself counted, for the COUNTERS and END chunks */
 struct hs_userspace_counts {
