@@ -138,13 +138,13 @@ void hs_clock_facts_free(struct hs_clock_facts *f)
 
 void hs_clock_warn(const struct hs_clock_facts *f)
 {
-	/* tsc is the clocksource to want on x86 only: the flags say it is x86 */
-	int x86 = f->constant_tsc >= 0;
-
-	if (x86 && f->clocksource && strcmp(f->clocksource, "tsc"))
+	/* the TSC exists on x86 only: elsewhere another clocksource is the right one */
+#if defined(__x86_64__) || defined(__i386__)
+	if (f->clocksource && strcmp(f->clocksource, "tsc"))
 		fprintf(stderr, "hopscope: WARNING: the clocksource is %s, not tsc: every "
 			"instant is read from it, coarser and costlier than the TSC (docs/clock.md)\n",
 			f->clocksource);
+#endif
 	if (f->constant_tsc == 0)
 		fprintf(stderr, "hopscope: WARNING: the TSC is not constant (no constant_tsc): its "
 			"rate follows the CPU's frequency (docs/clock.md)\n");

@@ -29,9 +29,17 @@ PLAIN = ("drop_reason", "flags", "tos", "proto", "sport", "dport", "flow",
 COLUMN_ORDER = (
     "status", "drop_reason", "drop_stage", "flags", "tos", "dscp", "proto", "family",
     "src", "dst", "sport", "dport", "flow", "in_ifindex", "out_ifindex", "in_if", "out_if",
-    "cpu_in", "cpu_out", "ip_len", "key", "seq")
+    "cpu_in", "cpu_out", "cross_cpu", "ip_len", "key", "seq")
 
 _DROPPED = fmt.STATUS["dropped"] - 1  # its status code
+_COMPLETE = fmt.STATUS["complete"] - 1
+
+UNKNOWN = "unknown"
+# the header's "clock" facts (docs/record-format.md) and the type each must have
+CLOCK_FACTS = {"clocksource": str, "available_clocksources": list, "constant_tsc": bool,
+               "nonstop_tsc": bool, "stamp_clock": str, "stamp_read": str,
+               "resolution_ns": int, "user_read_cost_ns": int, "user_read_cost_reads": int}
+_X86 = ("x86_64", "i386", "i486", "i586", "i686")
 
 # records per block: measured fastest on a 1 MiB L2 / 32 MiB L3 machine
 # (bigger blocks fall out of cache, smaller ones pay numpy's per-call cost)
@@ -109,10 +117,48 @@ def to_dataframe(rf):
             out[name] = cols.copied[name] if name in cols.copied else cols.derived[name]
     df = pd.DataFrame(out, copy=False)
     rf.problems.extend(problems)
+    clock = clock_facts(rf.header)
     df.attrs.update(header=rf.header, trailer=rf.trailer, counters=rf.counters,
                     truncated=rf.truncated, path=rf.path, problems=list(rf.problems),
-                    dropped_records=rf.dropped_records, notes=list(rf.notes))
+                    dropped_records=rf.dropped_records, notes=list(rf.notes),
+                    clock=clock, clock_problems=clock_problems(clock, rf.header),
+                    cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])))
     return df
+
+
+def clock_facts(header):
+    """The header's clock facts, each its value or "unknown" (not recorded:
+    a file written before them, a fact the recorder could not read, or a
+    value of the wrong type). Such older files still name the clocksource."""
+    got = header.get("clock")
+    got = got if isinstance(got, dict) else {"clocksource": header.get("clocksource")}
+    facts = {}
+    for key, kind in CLOCK_FACTS.items():
+        v = got.get(key)
+        # bool is an int in Python: an integer fact must not be a boolean
+        ok = isinstance(v, kind) and not (kind is int and isinstance(v, bool))
+        if kind is list:
+            ok = ok and all(isinstance(x, str) for x in v)
+        facts[key] = v if ok else UNKNOWN
+    return facts
+
+
+def clock_problems(facts, header):
+    """Sentences for the clock facts that make the instants less accurate:
+    a clocksource other than tsc on x86, a TSC that is not constant or not
+    non-stop (the recorder warned of the same when it ran)."""
+    out = []
+    machine = (header.get("kernel") or {}).get("machine")
+    if machine in _X86 and facts["clocksource"] not in ("tsc", UNKNOWN):
+        out.append(f"clocksource {facts['clocksource']}, not tsc: every instant was read "
+                   "from it, coarser and costlier than the TSC (docs/clock.md)")
+    if facts["constant_tsc"] is False:
+        out.append("the TSC is not constant (no constant_tsc): its rate followed the "
+                   "CPU's frequency (docs/clock.md)")
+    if facts["nonstop_tsc"] is False:
+        out.append("the TSC is not non-stop (no nonstop_tsc): it may have stopped in "
+                   "deep idle states (docs/clock.md)")
+    return out
 
 
 class _Columns:
@@ -130,7 +176,8 @@ class _Columns:
         self.copied = {f: np.empty(n, dtype=fmt.RECORD_DTYPE[f])
                        for f in self.times + list(PLAIN)}
         self.delays = {d[0]: np.empty(n, dtype=np.float64) for d in self.delay_defs}
-        self.derived = {"dscp": np.empty(n, np.uint8), "family": np.empty(n, np.uint8)}
+        self.derived = {"dscp": np.empty(n, np.uint8), "family": np.empty(n, np.uint8),
+                        "cross_cpu": np.empty(n, bool)}
 
         # categorical codes from lookup tables; the last entry (-1) catches
         # every value past the known ones (np.take mode="clip")
@@ -188,6 +235,10 @@ class _Columns:
             np.bitwise_and(col["flags"], fmt.F_IPV6, out=family)
             family *= 2
             family += 4
+            # t1 and t4 stamped on two CPUs: the transit holds their TSCs' offset
+            cross = self.derived["cross_cpu"][sl]
+            np.not_equal(col["cpu_in"], col["cpu_out"], out=cross)
+            cross &= c["status"] == _COMPLETE
 
 
     def addresses_from_records(self):

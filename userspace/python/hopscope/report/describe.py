@@ -22,7 +22,8 @@ def run(args, parser):
     a = df.attrs
     if args.json:
         print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
-                                            "problems")}, indent=2))
+                                            "problems", "clock", "clock_problems",
+                                            "cross_cpu")}, indent=2))
         return 0
     for label, text in describe(df):
         print(f"{label:<11} {text}")
@@ -46,8 +47,8 @@ def describe(df):
                        f"tracer {h.get('tracer_version', '?')}"))
     out.append(("command", str(h.get("command", "?"))))
     out.append(("system", f"kernel {kernel.get('release', '?')} {kernel.get('machine', '')}, "
-                          f"clocksource {h.get('clocksource', '?')}, "
                           f"{cpu.get('count', '?')} x {cpu.get('model', '?')}"))
+    out.append(("clock", clock_line(a["clock"])))
     for i in h.get("interfaces") or ():
         keys = ("ifindex", "driver", "xdp_mode", "rps_cpus", "mtu")
         detail = [f"{k} {i[k]}" for k in keys if i.get(k) not in (None, "")]
@@ -66,6 +67,10 @@ def describe(df):
         out.append(("span", f"{span:.3f} s of t1{rate}"))
     counts = df["status"].value_counts(sort=False)
     out.append(("status", ", ".join(f"{k} {v}" for k, v in counts.items() if v)))
+    n_complete = int((df["status"] == "complete").sum())
+    out.append(("cross-cpu", f"{a['cross_cpu']} of {n_complete} complete records had t1 and t4 "
+                             "on different CPUs (column cross_cpu): their transit holds the "
+                             "TSC offset between the two CPUs (docs/clock.md)"))
     tos = df["tos"].value_counts().sort_index()
     out.append(("tos", ", ".join(f"{k}: {v}" for k, v in tos.items())))
     complete = df["status"] == "complete"
@@ -84,7 +89,23 @@ def describe(df):
     counters = (a["counters"] or {}).get("counters") or {}
     nonzero = ", ".join(f"{k} {v}" for k, v in counters.items() if v)
     out.append(("counters", nonzero or "none"))
-    out.append(("problems", "; ".join(a["problems"]) or "none"))
+    out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]) or "none"))
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
     return out
+
+
+def clock_line(c):
+    """The clock facts of a loaded file's df.attrs["clock"] in one line."""
+    def yes(v):
+        return {True: "yes", False: "NO"}.get(v, v)
+    avail = c["available_clocksources"]
+    avail = " ".join(avail) if isinstance(avail, list) else avail
+    res, cost = c["resolution_ns"], c["user_read_cost_ns"]
+    return (f"clocksource {c['clocksource']} (available: {avail}), "
+            f"constant_tsc {yes(c['constant_tsc'])}, nonstop_tsc {yes(c['nonstop_tsc'])}; "
+            f"instants {c['stamp_clock']} by {c['stamp_read']}, resolution "
+            + (f"{res} ns" if isinstance(res, int) else res)
+            + "; one read in user space "
+            + (f"{cost} ns (median of {c['user_read_cost_reads']})"
+               if isinstance(cost, int) else cost))
