@@ -1,0 +1,186 @@
+"""Ground truth for hopscope's delays, independent of its probes: tcpdump on
+the router's interfaces, UDP datagrams that carry their own counter, and the
+physics of a token bucket. Shared by tests/e2e/test_ground_truth.py and
+bench/ground_truth, which say what is compared and why."""
+import signal
+import struct
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pandas as pd
+
+from hopscope.traffic import packetkey as pk
+
+ETH = 14  # Ethernet header: tcpdump's frames and the bytes a qdisc counts
+PORT = 9  # the datagrams' destination port (discard): the sink drops them
+
+
+def send_udp(netns, dst, n, size, pps=0, cpu=0):
+    """n datagrams of `size` payload bytes from netns, each starting with its
+    8-byte index, at pps (busy-waited gaps; 0: as fast as the socket takes
+    them). A blocking socket with a large buffer, so none is lost at the
+    sender. Returns once all are sent."""
+    code = ("import socket,struct,time\n"
+            "s=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\n"
+            "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<24)\n"
+            f"b=bytearray({size});a=('{dst}',{PORT});g={1 / pps if pps else 0}\n"
+            "t=time.perf_counter()\n"
+            f"for i in range({n}):\n"
+            "    struct.pack_into('>Q',b,0,i);s.sendto(b,a)\n"
+            "    if g:\n"
+            "        t+=g\n"
+            "        while time.perf_counter()<t:pass\n")
+    subprocess.run(["ip", "netns", "exec", netns, "taskset", "-c", str(cpu), sys.executable,
+                    "-c", code], check=True, timeout=300)
+
+
+class Capture:
+    """tcpdump on one interface of netns, one direction, UDP to PORT only,
+    nanosecond stamps. stop() waits for the last batch (its 1 s buffer
+    timeout would lose it silently) and reads the kernel's drop count."""
+
+    def __init__(self, netns, iface, direction, path, cpu=0):
+        self.path = path
+        self.p = subprocess.Popen(
+            ["ip", "netns", "exec", netns, "taskset", "-c", str(cpu), "tcpdump", "-i", iface,
+             "-Q", direction, "-n", "-s", "96", "-B", "16384", "--time-stamp-precision", "nano",
+             "-w", path, f"udp dst port {PORT}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        # it prints "listening on" once the socket is bound
+        line = self.p.stderr.readline()
+        if "listening" not in line:
+            self.kill()
+            raise RuntimeError(f"tcpdump did not start: {line}")
+
+    def stop(self):
+        time.sleep(1.5)
+        self.p.send_signal(signal.SIGINT)
+        err = self.p.communicate(timeout=30)[1]
+        stats = {}
+        for line in err.splitlines():
+            words = line.split()
+            if len(words) > 2 and words[0].isdigit():
+                stats[" ".join(words[1:])] = int(words[0])
+        self.dropped = stats.get("packets dropped by kernel", -1)
+        return self.dropped
+
+    def kill(self):
+        if self.p.poll() is None:
+            self.p.kill()
+            self.p.wait()
+
+
+def read_pcap(path):
+    """UDP/IPv4 packets of an Ethernet pcap (nanosecond or microsecond stamps):
+    DataFrame with ts (ns, CLOCK_REALTIME), counter (the payload's first 8
+    bytes), ip_len, ip_id and key (hopscope's packet key recomputed from the
+    bytes as captured: include/hopscope.h, hs_key_hash)."""
+    with open(path, "rb") as f:
+        data = f.read()
+    magic = struct.unpack_from("<I", data)[0]
+    frac = {0xA1B23C4D: 1, 0xA1B2C3D4: 1000}[magic]
+    ts, counter, ip_len, ip_id, words = [], [], [], [], []
+    off = 24
+    while off + 16 <= len(data):
+        sec, sub, caplen, _ = struct.unpack_from("<IIII", data, off)
+        frame = data[off + 16:off + 16 + caplen]
+        off += 16 + caplen
+        ip = frame[ETH:]
+        if frame[12:14] != b"\x08\x00" or ip[9] != 17:
+            continue
+        hl = (ip[0] & 15) * 4
+        length, ident = struct.unpack_from(">HH", ip, 2)
+        udp = ip[hl:hl + 8]
+        payload = ip[hl + 8:length][:16].ljust(16, b"\0")
+        w = np.zeros(pk.WORDS, dtype=np.uint32)
+        w[0] = struct.unpack_from("<I", ip, 12)[0]
+        w[4] = struct.unpack_from("<I", ip, 16)[0]
+        w[8:10] = struct.unpack("<II", udp)
+        w[12:16] = struct.unpack("<IIII", payload)
+        w[16] = 17 << 16 | length
+        ts.append(sec * 10**9 + sub * frac)
+        counter.append(struct.unpack_from(">Q", payload)[0])
+        ip_len.append(length)
+        ip_id.append(ident)
+        words.append(w)
+    keys = pk.key_hash(np.array(words)) if words else np.zeros(0, np.uint32)
+    return pd.DataFrame({"ts": np.array(ts, dtype=np.int64), "counter": counter,
+                         "ip_len": ip_len, "ip_id": ip_id, "key": keys})
+
+
+def join_taps(tap_in, tap_out, records):
+    """The packets seen by both taps (by counter; the IP id must agree too),
+    each with its hopscope record (by key, keys seen once on each side only).
+    Returns (joined, lost): lost counts each side's packets absent from the
+    others."""
+    both = tap_in.merge(tap_out[["counter", "ts", "ip_id"]], on="counter",
+                        suffixes=("_in", "_out"))
+    both = both[both.ip_id_in == both.ip_id_out]
+    rec = records[records.proto == 17]
+    rec = rec[~rec.key.duplicated(keep=False)]
+    joined = both[~both.key.duplicated(keep=False)].merge(
+        rec[["key", "status", "t0", "t1", "t2", "t3", "t4"]], on="key")
+    ins, outs = set(tap_in.counter), set(tap_out.counter)
+    keyed = set(rec.key)
+    lost = {"in_tap_not_out_tap": len(ins - outs), "out_tap_not_in_tap": len(outs - ins),
+            "taps_not_recorded": int((~both.key.isin(keyed)).sum()),
+            "recorded_not_in_taps": int((~rec.key.isin(set(tap_in.key) | set(tap_out.key))).sum())}
+    return joined, lost
+
+
+def tap_agreement(joined, mono_to_real, first="t0", last="t4"):
+    """Over complete records with both stamps: Δ = (last − first) − (tap_out −
+    tap_in), hopscope's span minus the taps' (ns). The input tap stamps at
+    netif_rx just before t0, the output tap in xmit_one just before t4, so
+    for the right stages tap_in ≤ first and tap_out ≤ last on the common
+    clock (mono_to_real: the recording's CLOCK_MONOTONIC → REALTIME offset):
+    either order broken is `impossible`. `span_shorter` counts Δ < 0, which
+    an interrupt between a tap's stamp and the probe's can make real."""
+    j = joined[(joined.status == "complete") & (joined[first] > 0)]
+    d = (j[last] - j[first]) - (j.ts_out - j.ts_in)
+    broken = (j[first] + mono_to_real < j.ts_in) | (j[last] + mono_to_real < j.ts_out)
+    a = d.abs()
+    return {"packets": len(d), "median_abs_us": _q(a, 0.5) / 1e3 if len(d) else None,
+            "p99_abs_us": _q(a, 0.99) / 1e3 if len(d) else None,
+            "impossible": int(broken.sum()), "span_shorter": int((d < 0).sum())}
+
+
+def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
+    """A TBF at rate_bps, offered more than it passes, so its queue stays full.
+    Departure gaps: deq of consecutive packets in the middle half of the run
+    against the later one's frame (IP length + Ethernet header, as the qdisc
+    counts it) / rate. Queue wait: each packet's deq − enq against when the
+    bucket lets it go: the last departure before its enq, plus the bytes ahead
+    of it (enq earlier, deq later) and its own, over the rate; `simple` is
+    the bytes ahead alone over the rate. enq/deq name the stages taken as
+    the qdisc's enqueue and departure (t3, t4)."""
+    c = records[(records.status == "complete") & (records.proto == 17)].sort_values(deq)
+    a, d = c[enq].to_numpy(), c[deq].to_numpy()
+    cost = (c.ip_len.to_numpy() + ETH) * 8e9 / rate_bps  # ns of tokens per packet
+    n = len(d)
+    mid = slice(n // 4, 3 * n // 4)
+    gap_err = np.diff(d)[mid] / cost[1:][mid] - 1
+    # token-ns ahead of each enq: arrived before it minus departed by it
+    order = np.argsort(a, kind="stable")
+    cum_arr = np.concatenate([[0], np.cumsum(cost[order])])
+    cum_dep = np.concatenate([[0], np.cumsum(cost)])
+    departed = np.searchsorted(d, a, side="right")
+    ahead = cum_arr[np.searchsorted(a[order], a, side="left")] - cum_dep[departed]
+    queued = (ahead > 0) & (departed > 0)
+    want = d[np.maximum(departed - 1, 0)] + ahead + cost - a
+    wait = d - a
+    with np.errstate(divide="ignore", invalid="ignore"):
+        wait_err = (wait / want - 1)[queued]
+        simple_err = (wait / ahead - 1)[queued]
+    return {"gaps": len(gap_err), "wait_packets": int(queued.sum()),
+            "gap_rel_err_median": _q(gap_err, 0.5), "gap_rel_err_p99_abs": _q(np.abs(gap_err), 0.99),
+            "wait_rel_err_median": _q(wait_err, 0.5),
+            "wait_rel_err_p99_abs": _q(np.abs(wait_err), 0.99),
+            "wait_simple_rel_err_median": _q(simple_err, 0.5),
+            "wait_simple_rel_err_p99_abs": _q(np.abs(simple_err), 0.99)}
+
+
+def _q(x, q):
+    return float(np.quantile(x, q)) if len(x) else None

@@ -1,0 +1,81 @@
+"""hopscope's delay values against ground truth it does not produce: two
+tcpdump captures on the router, and a token bucket's physics. Each bound is
+checked here to fail with a wrong stage in place of the right one
+(docs/accuracy.md; bench/ground_truth measures more rates and sizes)."""
+import pytest
+
+import hopscope
+from captures import Capture, join_taps, read_pcap, send_udp, tap_agreement, tbf_physics
+from conftest import Recorder, Testbed, sh
+
+P = "hst-gt-"
+RX4 = "198.18.3.2"
+MEDIAN_US = 3.0  # |Δ| median bound: the taps' and probes' code paths differ by ~0.4 µs
+
+
+@pytest.fixture
+def tb():
+    t = Testbed(P)
+    t.down()
+    yield t
+    t.down()
+    left = sh("ip", "netns", "list").stdout
+    assert P not in left, "namespaces left behind: " + left
+
+
+@pytest.fixture
+def started():
+    """recorders and captures a test starts, killed at teardown whatever happened"""
+    procs = []
+    yield procs
+    for p in procs:
+        p.kill()
+
+
+def test_two_captures_agree_with_t4_minus_t0(tb, started, tmp_path):
+    tb.up("--sink")  # rps: a real input backlog between t0 and t1
+    router = P + "router"
+    taps = [Capture(router, "r-s1", "in", str(tmp_path / "in.pcap")),
+            Capture(router, "r-rx", "out", str(tmp_path / "out.pcap"))]
+    started.extend(taps)
+    rec = Recorder(tmp_path / "gt.hsr", "-q", "--stages", "t0", prefix=P)
+    started.append(rec)
+    send_udp(P + "sender1", RX4, 10000, 200, pps=5000)
+    drops = [t.stop() for t in taps]
+    rec.stop()
+    df = hopscope.load(rec.out)
+    joined, lost = join_taps(read_pcap(taps[0].path), read_pcap(taps[1].path), df)
+    assert drops == [0, 0] and len(joined) >= 9900, (drops, lost)
+
+    ok = tap_agreement(joined, df.attrs["header"]["mono_to_realtime_ns"])
+    assert ok["impossible"] == 0, ok
+    assert ok["median_abs_us"] < MEDIAN_US, ok
+    assert ok["span_shorter"] < 0.01 * ok["packets"], ok
+    # the bounds' power: t1 (after the backlog) for t0 breaks the median and
+    # the spans; t3 (before the output tap) for t4 breaks the order
+    t1 = tap_agreement(joined, df.attrs["header"]["mono_to_realtime_ns"], first="t1")
+    assert t1["median_abs_us"] > MEDIAN_US and t1["span_shorter"] > 0.5 * t1["packets"], t1
+    t3 = tap_agreement(joined, df.attrs["header"]["mono_to_realtime_ns"], last="t3")
+    assert t3["impossible"] > 0.5 * t3["packets"], t3
+
+
+def test_tbf_departures_and_queue_wait_follow_the_rate(tb, started, tmp_path):
+    rate, size = 20e6, 1000
+    tb.up("--sink", "--shape", "tbf:20mbit:30kb")
+    rec = Recorder(tmp_path / "tbf.hsr", "-q", prefix=P)
+    started.append(rec)
+    pps = 1.5 * rate / 8 / (size + 42)  # 1.5 times what the bucket passes
+    send_udp(P + "sender1", RX4, int(pps * 1.5), size, pps=pps)
+    rec.stop()
+    df = hopscope.load(rec.out)
+
+    ok = tbf_physics(df, rate)
+    assert ok["gaps"] >= 1000 and ok["wait_packets"] >= 1000, ok
+    assert abs(ok["gap_rel_err_median"]) < 0.03, ok
+    assert abs(ok["wait_rel_err_median"]) < 0.03, ok
+    assert abs(ok["wait_simple_rel_err_median"]) < 0.10, ok
+    # the bounds' power: departures taken at t3 are the arrivals; with t3
+    # and t4 swapped no packet has a queue ahead of it
+    early = tbf_physics(df, rate, enq="t2", deq="t3")
+    assert abs(early["gap_rel_err_median"]) > 0.03 and early["wait_packets"] == 0, early
+    assert tbf_physics(df, rate, enq="t4", deq="t3")["wait_packets"] == 0
