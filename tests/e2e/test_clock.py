@@ -116,7 +116,7 @@ class FakedRecorder(Recorder):
             ["unshare", "-m", "--propagation", "private", "sh", "-c", mounts + ' && exec "$@"',
              "sh", HOPSCOPE, "record", "--netns", PREFIX + "router", "--in", "r-s1,r-s2",
              "--out", "r-rx", "-o", self.out],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
 
 
 def test_faked_hpet_and_tsc_flags_warn(bed, tmp_path):
@@ -172,3 +172,26 @@ def test_cross_cpu_when_the_output_is_dequeued_on_another_cpu(bed, tmp_path):
     assert (c.cpu_out != c.cpu_in).sum() == df.attrs["cross_cpu"]
     d = describe(rec.out)
     assert d["cross-cpu"].startswith(f"{df.attrs['cross_cpu']} of {len(c)} complete")
+
+
+def test_odd_clock_files_keep_the_header_valid(bed, tmp_path):
+    """A clocksource name that is not UTF-8 and holds JSON's quote and
+    backslash, and an empty available_clocksource: valid JSON, the name's
+    bytes in hex beside it, the empty one unknown."""
+    bed.up(shield=False)
+    odd = tmp_path / "clocksource"
+    odd.write_bytes(b'caf\xe9"\\x\n')
+    empty = tmp_path / "available"
+    empty.write_bytes(b"")
+    rec = FakedRecorder(tmp_path / "run.hsr", [(odd, CS + "current_clocksource"),
+                                               (empty, CS + "available_clocksource")])
+    bed.recorders.append(rec)
+    err = rec.stop()
+    assert "WARNING: the clocksource is caf\ufffd" in err  # its bytes as they are
+    df = hopscope.load(rec.out)
+    c = df.attrs["header"]["clock"]
+    assert c["clocksource"] == 'caf\ufffd"\\x'
+    assert bytes.fromhex(c["clocksource_hex"]) == b'caf\xe9"\\x'
+    assert c["available_clocksources"] is None
+    assert df.attrs["clock"]["available_clocksources"] == "unknown"
+    assert "clocksource caf\ufffd" in describe(rec.out)["problems"]
