@@ -29,6 +29,9 @@ duration = {TRIAL_S}
 
 [testbed]
 shape = "tbf:{RATE_BIT // 1_000_000}mbit:{LIMIT}p"
+# opt in: the trials then keep the generator's CPU (--shield senders), so a
+# busy machine cannot make D-ITG send less than asked
+shield = true
 
 [senders.sender1]
 generator = "ditg"
