@@ -63,8 +63,7 @@ class Capture:
             words = line.split()
             if len(words) > 2 and words[0].isdigit():
                 stats[" ".join(words[1:])] = int(words[0])
-        self.dropped = stats.get("packets dropped by kernel", -1)
-        return self.dropped
+        return stats.get("packets dropped by kernel", -1)
 
     def kill(self):
         if self.p.poll() is None:
