@@ -151,17 +151,19 @@ def test_each_run_counts_what_its_generators_router_and_recorder_did(campaign, r
         assert n["forwarded"] >= n["received"], (d, n)
         df = records[(c["condition_name"], c["repetition"])]
         assert n["records"] == len(df)
-        assert n["complete"] == int((df["status"] == "complete").sum()) > 0.99 * n["sent"]
+        # every data packet complete (ci.toml keeps the router's CPU: this
+        # VM's agent skips BPF tracepoints, README), the control packets too
+        assert n["complete"] == int((df["status"] == "complete").sum()) >= n["sent"], (d, n)
 
 
 def test_dataset_holds_every_record_with_portable_types(campaign, records):
     ds = pads.dataset(os.path.join(campaign["out"], "packets"), format="parquet",
                       partitioning="hive")
-    allowed = {pa.int16(), pa.int32(), pa.int64(), pa.float64(), pa.string()}
+    allowed = {pa.bool_(), pa.int16(), pa.int32(), pa.int64(), pa.float64(), pa.string()}
     for f in ds.schema:
         if f.name == "repetition":
             continue
-        # Spark reads these as short, int, long, double, string: no unsigned,
+        # Spark reads these as boolean, short, int, long, double, string: no unsigned,
         # no dictionary-only categoricals, no null-typed columns
         assert f.type in allowed, (f.name, f.type)
     t = ds.to_table()
