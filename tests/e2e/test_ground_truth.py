@@ -1,7 +1,8 @@
 """hopscope's delay values against ground truth it does not produce: two
-tcpdump captures on the router, and a token bucket's physics. Each bound is
-checked here to fail with a wrong stage in place of the right one
-(docs/accuracy.md; bench/ground_truth measures more rates and sizes)."""
+tcpdump captures on the router, and a token bucket's physics. Each test also
+computes its metrics with a wrong stage in place of the right one and
+requires them to fail (docs/accuracy.md; bench/ground_truth measures more
+rates and sizes)."""
 import pytest
 
 import hopscope
