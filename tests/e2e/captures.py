@@ -14,7 +14,7 @@ import pandas as pd
 from hopscope.traffic import packetkey as pk
 
 ETH = 14  # Ethernet header: tcpdump's frames and the bytes a qdisc counts
-PORT = 9  # the datagrams' destination port (discard): the sink drops them
+PORT = 9  # send_udp's destination port (discard): the sink drops them
 
 
 def send_udp(netns, dst, n, size, pps=0, cpu=0):
@@ -37,16 +37,16 @@ def send_udp(netns, dst, n, size, pps=0, cpu=0):
 
 
 class Capture:
-    """tcpdump on one interface of netns, one direction, UDP to PORT only,
+    """tcpdump on one interface of netns, one direction, UDP to `port` only,
     nanosecond stamps. stop() waits for the last batch (its 1 s buffer
     timeout would lose it silently) and reads the kernel's drop count."""
 
-    def __init__(self, netns, iface, direction, path, cpu=0):
+    def __init__(self, netns, iface, direction, path, cpu=0, port=PORT):
         self.path = path
         self.p = subprocess.Popen(
             ["ip", "netns", "exec", netns, "taskset", "-c", str(cpu), "tcpdump", "-i", iface,
              "-Q", direction, "-n", "-s", "96", "-B", "16384", "--time-stamp-precision", "nano",
-             "-w", path, f"udp dst port {PORT}"],
+             "-w", path, f"udp dst port {port}"],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         # it prints "listening on" once the socket is bound
         line = self.p.stderr.readline()
@@ -73,14 +73,15 @@ class Capture:
 
 def read_pcap(path):
     """UDP/IPv4 packets of an Ethernet pcap (nanosecond or microsecond stamps):
-    DataFrame with ts (ns, CLOCK_REALTIME), counter (the payload's first 8
-    bytes), ip_len, ip_id and key (hopscope's packet key recomputed from the
+    DataFrame with ts (ns, CLOCK_REALTIME), counter and counter2 (the
+    payload's first 8 bytes and the 4 after: send_udp's index; iperf3's send
+    time and packet count), ip_len, ip_id and key (hopscope's packet key recomputed from the
     bytes as captured: include/hopscope.h, hs_key_hash)."""
     with open(path, "rb") as f:
         data = f.read()
     magic = struct.unpack_from("<I", data)[0]
     frac = {0xA1B23C4D: 1, 0xA1B2C3D4: 1000}[magic]
-    ts, counter, ip_len, ip_id, words = [], [], [], [], []
+    ts, counter, counter2, ip_len, ip_id, words = [], [], [], [], [], []
     off = 24
     while off + 16 <= len(data):
         sec, sub, caplen, _ = struct.unpack_from("<IIII", data, off)
@@ -101,31 +102,38 @@ def read_pcap(path):
         w[16] = 17 << 16 | length
         ts.append(sec * 10**9 + sub * frac)
         counter.append(struct.unpack_from(">Q", payload)[0])
+        counter2.append(struct.unpack_from(">I", payload, 8)[0])
         ip_len.append(length)
         ip_id.append(ident)
         words.append(w)
     keys = pk.key_hash(np.array(words)) if words else np.zeros(0, np.uint32)
     return pd.DataFrame({"ts": np.array(ts, dtype=np.int64), "counter": counter,
+                         "counter2": counter2,
                          "ip_len": ip_len, "ip_id": ip_id, "key": keys})
 
 
 def join_taps(tap_in, tap_out, records):
-    """The packets seen by both taps (by counter; the IP id must agree too),
+    """The packets seen by both taps (by counters; the IP id must agree too),
     each with its hopscope record (by key, keys seen once on each side only).
     Returns (joined, lost): lost counts each side's packets absent from the
     others."""
-    both = tap_in.merge(tap_out[["counter", "ts", "ip_id"]], on="counter",
-                        suffixes=("_in", "_out"))
-    both = both[both.ip_id_in == both.ip_id_out]
+    ids = ["counter", "counter2"]
+    both = tap_in.merge(tap_out[ids + ["ts", "ip_id"]], on=ids, how="outer",
+                        suffixes=("_in", "_out"), indicator=True)
+    side = both.pop("_merge")
+    both = both[(side == "both") & (both.ip_id_in == both.ip_id_out)]
     rec = records[records.proto == 17]
-    rec = rec[~rec.key.duplicated(keep=False)]
-    joined = both[~both.key.duplicated(keep=False)].merge(
-        rec[["key", "status", "t0", "t1", "t2", "t3", "t4"]], on="key")
-    ins, outs = set(tap_in.counter), set(tap_out.counter)
-    keyed = set(rec.key)
-    lost = {"in_tap_not_out_tap": len(ins - outs), "out_tap_not_in_tap": len(outs - ins),
-            "taps_not_recorded": int((~both.key.isin(keyed)).sum()),
-            "recorded_not_in_taps": int((~rec.key.isin(set(tap_in.key) | set(tap_out.key))).sum())}
+    once = ~rec.key.duplicated(keep=False)
+    unique = ~both.key.duplicated(keep=False) & both.key.isin(set(rec.key[once]))
+    joined = both[unique].merge(rec[once][["key", "status", "t0", "t1", "t2", "t3", "t4"]],
+                                on="key")
+    recorded = both.key.isin(set(rec.key))
+    lost = {"in_tap_not_out_tap": int((side == "left_only").sum()),
+            "out_tap_not_in_tap": int((side == "right_only").sum()),
+            "taps_not_recorded": int((~recorded).sum()),
+            "recorded_not_in_taps": int((~rec.key.isin(set(tap_in.key) | set(tap_out.key))).sum()),
+            # 32-bit keys: two packets of a long run may share one
+            "key_shared": int((recorded & ~unique).sum())}
     return joined, lost
 
 
@@ -147,10 +155,11 @@ def tap_agreement(joined, mono_to_real, first="t0", last="t4"):
 
 
 def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
-    """A TBF at rate_bps, offered more than it passes, so its queue stays full.
-    Departure gaps: deq of consecutive packets in the middle half of the run
-    against the later one's frame (IP length + Ethernet header, as the qdisc
-    counts it) / rate. Queue wait: each packet's deq − enq against when the
+    """A TBF at rate_bps, offered more than it passes. Departure gaps: deq of
+    consecutive packets where the later one was queued before the earlier
+    left (backlogged: a sender that falls behind empties the queue), against
+    the later one's frame (IP length + Ethernet header, as the qdisc counts
+    it) / rate. Queue wait: each packet's deq − enq against when the
     bucket lets it go: the last departure before its enq, plus the bytes ahead
     of it (enq earlier, deq later) and its own, over the rate; `simple` is
     the bytes ahead alone over the rate. enq/deq name the stages taken as
@@ -158,9 +167,8 @@ def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
     c = records[(records.status == "complete") & (records.proto == 17)].sort_values(deq)
     a, d = c[enq].to_numpy(), c[deq].to_numpy()
     cost = (c.ip_len.to_numpy() + ETH) * 8e9 / rate_bps  # ns of tokens per packet
-    n = len(d)
-    mid = slice(n // 4, 3 * n // 4)
-    gap_err = np.diff(d)[mid] / cost[1:][mid] - 1
+    back = a[1:] < d[:-1]
+    gap_err = (np.diff(d) / cost[1:] - 1)[back]
     # token-ns ahead of each enq: arrived before it minus departed by it
     order = np.argsort(a, kind="stable")
     cum_arr = np.concatenate([[0], np.cumsum(cost[order])])
@@ -175,6 +183,9 @@ def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
         simple_err = (wait / ahead - 1)[queued]
     return {"gaps": len(gap_err), "wait_packets": int(queued.sum()),
             "gap_rel_err_median": _q(gap_err, 0.5), "gap_rel_err_p99_abs": _q(np.abs(gap_err), 0.99),
+            # the bucket's own claim: over backlogged gaps, time = bytes / rate
+            "gap_sum_ratio": float(np.diff(d)[back].sum() / cost[1:][back].sum())
+            if back.any() else None,
             "wait_rel_err_median": _q(wait_err, 0.5),
             "wait_rel_err_p99_abs": _q(np.abs(wait_err), 0.99),
             "wait_simple_rel_err_median": _q(simple_err, 0.5),
