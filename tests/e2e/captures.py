@@ -140,14 +140,15 @@ def join_taps(tap_in, tap_out, records):
 def tap_agreement(joined, mono_to_real, first="t0", last="t4"):
     """Over complete records with both stamps: Δ = (last − first) − (tap_out −
     tap_in), hopscope's span minus the taps' (ns). The input tap stamps at
-    netif_rx just before t0, the output tap in xmit_one just before t4, so
-    for the right stages tap_in ≤ first and tap_out ≤ last on the common
-    clock (mono_to_real: the recording's CLOCK_MONOTONIC → REALTIME offset):
-    either order broken is `impossible`. `span_shorter` counts Δ < 0, which
+    netif_rx just before t0, the output tap in xmit_one after the qdisc and
+    just before t4, so for the right stages tap_in ≤ first and t3 ≤ tap_out
+    ≤ last on the common clock (mono_to_real: the recording's
+    CLOCK_MONOTONIC → REALTIME offset): any of these broken is `impossible`. `span_shorter` counts Δ < 0, which
     an interrupt between a tap's stamp and the probe's can make real."""
     j = joined[(joined.status == "complete") & (joined[first] > 0)]
     d = (j[last] - j[first]) - (j.ts_out - j.ts_in)
-    broken = (j[first] + mono_to_real < j.ts_in) | (j[last] + mono_to_real < j.ts_out)
+    broken = ((j[first] + mono_to_real < j.ts_in) | (j[last] + mono_to_real < j.ts_out)
+              | (j.t3 + mono_to_real > j.ts_out))
     a = d.abs()
     return {"packets": len(d), "median_abs_us": _q(a, 0.5) / 1e3 if len(d) else None,
             "p99_abs_us": _q(a, 0.99) / 1e3 if len(d) else None,
