@@ -1,0 +1,12 @@
+"""The suite's own layout: pytest imports test modules by basename (its
+default import mode, rootdir without packages), so two test files of one
+name in different folders stop the whole run at collection."""
+from collections import Counter
+from pathlib import Path
+
+TESTS = Path(__file__).resolve().parents[1]
+
+
+def test_test_module_names_are_unique():
+    names = Counter(p.name for p in TESTS.rglob("test_*.py"))
+    assert not [n for n, k in names.items() if k > 1], names.most_common(3)
