@@ -153,8 +153,13 @@ def test_tbf_output_queue_delay_and_drops(testbed, recorder):
     # the file names the reasons as the kernel that wrote it numbers them
     assert df.attrs["header"]["drop_reasons"][str(drop_reason("QDISC_DROP"))] == "QDISC_DROP"
     assert data.seq.is_unique  # one record per packet, whatever became of it
-    # the shield (the Testbed fixture's) keeps this VM's agent off the router's CPU
-    assert set(data.status.astype(str)) <= {"complete", "dropped"}, data.status.value_counts()
+    # complete or dropped; but the shaper may hand a packet to the driver from
+    # the other CPU, where this VM's agent may be the interrupted task and no
+    # BPF tracepoint runs (README, Known limits): 1 of 11247 in one CI run.
+    # Such a packet is flagged t4_unseen, never passed off as complete
+    rest = data[~data.status.isin(["complete", "dropped"])]
+    unseen = (rest["flags"].to_numpy() & 0x80) != 0
+    assert (rest.status == "inflight").all() and unseen.all(), data.status.value_counts()
 
 
 def test_sigkill_leaves_nothing_attached(testbed, recorder):
