@@ -109,16 +109,23 @@ class Testbed:
         return p
 
 
-@pytest.fixture
-def testbed():
-    tb = Testbed()
-    subprocess.run([TESTBED, "down"], env=dict(os.environ, HS_PREFIX=PREFIX), capture_output=True)
+def namespaced_testbed(prefix):
+    """A fixture's body: a Testbed on prefix, taken down before (whatever an
+    interrupted run left) and after; then no namespace of it and no BPF
+    program of this test may be left."""
+    tb = Testbed(prefix)
+    tb.down()
     tb.since = last_prog_id()
     yield tb
     tb.down()
     left = sh("ip", "netns", "list").stdout
-    assert PREFIX not in left, "namespaces left behind: " + left
+    assert prefix not in left, "namespaces left behind: " + left
     assert not hs_programs(tb.since), "BPF programs left loaded"
+
+
+@pytest.fixture
+def testbed():
+    yield from namespaced_testbed(PREFIX)
 
 
 def start_recorder(argv, timeout=60, **kw):

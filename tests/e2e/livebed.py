@@ -11,7 +11,7 @@ import pytest
 import hopscope
 from hopscope.record.reader import RecordFile
 
-from conftest import HOPSCOPE, Recorder, Testbed, sh, wait_for
+from conftest import HOPSCOPE, Recorder, sh, namespaced_testbed, wait_for
 
 P = "hst-lv-"
 RX4, RX6 = "198.18.3.2", "2001:2:0:3::2"
@@ -20,12 +20,7 @@ S1_6 = "2001:2:0:1::2"
 
 @pytest.fixture
 def tb():
-    t = Testbed(P)
-    t.down()
-    yield t
-    t.down()
-    left = sh("ip", "netns", "list").stdout
-    assert P not in left, "namespaces left behind: " + left
+    yield from namespaced_testbed(P)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import pytest
 
 import hopscope
 from captures import Capture, join_taps, read_pcap, send_udp, tap_agreement, tbf_physics
-from conftest import Recorder, Testbed, sh
+from conftest import Recorder, namespaced_testbed
 
 P = "hst-gt-"
 RX4 = "198.18.3.2"
@@ -16,12 +16,7 @@ MEDIAN_US = 3.0  # |Δ| median bound: the taps' and probes' code paths differ by
 
 @pytest.fixture
 def tb():
-    t = Testbed(P)
-    t.down()
-    yield t
-    t.down()
-    left = sh("ip", "netns", "list").stdout
-    assert P not in left, "namespaces left behind: " + left
+    yield from namespaced_testbed(P)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import pytest
 
 import hopscope
 
-from conftest import HOPSCOPE, TESTBED, Recorder, Testbed, sh, wait_for
+from conftest import HOPSCOPE, TESTBED, Recorder, sh, namespaced_testbed, wait_for
 
 P = "hst-sl-"
 RX4 = "198.18.3.2"
@@ -22,12 +22,7 @@ RX4 = "198.18.3.2"
 
 @pytest.fixture
 def tb():
-    t = Testbed(P)
-    t.down()
-    yield t
-    t.down()
-    left = sh("ip", "netns", "list").stdout
-    assert P not in left, "namespaces left behind: " + left
+    yield from namespaced_testbed(P)
 
 
 def summary(text):
