@@ -147,36 +147,42 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	return 0;
 }
 
+/*
+ * Downstream first: a packet that takes a slot at XDP then finds every later
+ * stage in place. Attached the other way, the first packets got t1 and passed
+ * PRE_ROUTING before its program was there, and waited in their slots until
+ * evicted: counted as the tracer's loss (an MLD report in a CI run). t0 comes
+ * last: an arrival whose XDP was not yet attached is left to the LRU.
+ */
 static int attach_all(struct ebpf *e, struct hs_config *cfg)
 {
 	struct hopscope_bpf *s = e->skel;
 	int err = 0;
 
+	if (cfg->drops)
+		err = add_link(e, bpf_program__attach(s->progs.hs_drop), "tp_btf/kfree_skb");
+	err = err ?: add_link(e, bpf_program__attach(s->progs.hs_output),
+			      "tp_btf/net_dev_start_xmit");
+	err = err ?: attach_nf(e, s->progs.hs_localin, NF_INET_LOCAL_IN, PRI_LAST, "local_in") ?:
+		attach_nf(e, s->progs.hs_postrouting, NF_INET_POST_ROUTING, PRI_LAST, "t3");
+	if (!err && (cfg->stages & HS_STAGE_BIT(HS_FWD)))
+		err = attach_nf(e, s->progs.hs_forward, NF_INET_FORWARD, PRI_FIRST, "t_fwd");
+	err = err ?: attach_nf(e, s->progs.hs_prerouting, NF_INET_PRE_ROUTING, PRI_FIRST, "t2");
+	for (int i = 0; i < cfg->n_ifaces && !err; i++)
+		if (cfg->ifaces[i].is_out && (cfg->stages & HS_STAGE_BIT(HS_TCEG)))
+			err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_egress,
+								  cfg->ifaces[i].ifindex, NULL),
+				       "tcx egress");
 	for (int i = 0; i < cfg->n_ifaces && !err; i++) {
 		const struct hs_iface *ifc = &cfg->ifaces[i];
 
-		if (ifc->is_in) {
-			err = attach_xdp(e, ifc);
-			if (!err && (cfg->stages & HS_STAGE_BIT(HS_TCIN)))
-				err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_ingress,
-									  ifc->ifindex, NULL), "tcx ingress");
-		}
-		if (!err && ifc->is_out && (cfg->stages & HS_STAGE_BIT(HS_TCEG)))
-			err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_egress,
-								  ifc->ifindex, NULL), "tcx egress");
+		if (!ifc->is_in)
+			continue;
+		if (cfg->stages & HS_STAGE_BIT(HS_TCIN))
+			err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_ingress,
+								  ifc->ifindex, NULL), "tcx ingress");
+		err = err ?: attach_xdp(e, ifc);
 	}
-	if (err)
-		return err;
-	err = attach_nf(e, s->progs.hs_prerouting, NF_INET_PRE_ROUTING, PRI_FIRST, "t2") ?:
-	      attach_nf(e, s->progs.hs_postrouting, NF_INET_POST_ROUTING, PRI_LAST, "t3") ?:
-	      attach_nf(e, s->progs.hs_localin, NF_INET_LOCAL_IN, PRI_LAST, "local_in");
-	if (!err && (cfg->stages & HS_STAGE_BIT(HS_FWD)))
-		err = attach_nf(e, s->progs.hs_forward, NF_INET_FORWARD, PRI_FIRST, "t_fwd");
-	if (err)
-		return err;
-	err = add_link(e, bpf_program__attach(s->progs.hs_output), "tp_btf/net_dev_start_xmit");
-	if (!err && cfg->drops)
-		err = add_link(e, bpf_program__attach(s->progs.hs_drop), "tp_btf/kfree_skb");
 	if (!err && (cfg->stages & HS_STAGE_BIT(HS_T0)))
 		err = add_link(e, bpf_program__attach(s->progs.hs_arrival), "tp_btf/netif_rx");
 	return err;
@@ -338,14 +344,15 @@ static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 	return 0;
 }
 
+/* upstream first, the reverse of attach_all: no packet takes a slot once
+ * the later stages start to go */
 static void detach(struct ebpf *e)
 {
 	for (int i = 0; i < e->nxdp; i++)
 		close(e->xdp_fds[i]);
 	e->nxdp = 0;
-	for (int i = 0; i < e->nlinks; i++)
-		bpf_link__destroy(e->links[i]);
-	e->nlinks = 0;
+	while (e->nlinks > 0)
+		bpf_link__destroy(e->links[--e->nlinks]);
 }
 
 static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)

@@ -206,3 +206,21 @@ def test_user_errors_are_clear(testbed, tmp_path):
         r = sh(*cmd, check=False, cwd=ROOT)
         assert r.returncode == code, (cmd, r.returncode, r.stderr)
         assert msg in r.stderr, (cmd, r.stderr)
+
+
+def test_probes_attach_downstream_first(testbed, recorder):
+    """Every later stage is in place before XDP gives a packet its slot (a
+    packet that passed PRE_ROUTING before its probe waited in its slot until
+    evicted, a loss the tracer did not cause): link ids grow with creation."""
+    testbed.up()
+    recorder()
+    progs = {p["id"]: p["name"] for p in json.loads(sh("bpftool", "-j", "prog", "show").stdout)
+             if p["id"] > testbed.since}
+    links = sorted((ln["id"], progs[ln["prog_id"]])
+                   for ln in json.loads(sh("bpftool", "-j", "link", "show").stdout)
+                   if ln.get("prog_id") in progs)
+    order = [name for _, name in links]
+    rank = {"hs_drop": 0, "hs_output": 0, "hs_localin": 1, "hs_postrouting": 1,
+            "hs_prerouting": 2, "hs_input": 3}
+    ranks = [rank[n] for n in order if n in rank]
+    assert ranks == sorted(ranks) and set(ranks) == {0, 1, 2, 3}, order
