@@ -148,11 +148,13 @@ def start_recorder(argv, timeout=60, **kw):
 class Recorder:
     """`hopscope record` in the background; stop() sends SIGINT like Ctrl-C."""
 
-    def __init__(self, out, *extra, ins="r-s1,r-s2", outs="r-rx", prefix=PREFIX):
+    def __init__(self, out, *extra, ins="r-s1,r-s2", outs="r-rx", prefix=PREFIX, wrap=()):
+        """wrap: a command that runs the recorder (its argv follows)"""
         self.out = str(out)
-        self.p = start_recorder([HOPSCOPE, "record", "--netns", prefix + "router", "--in", ins,
-                                 "--out", outs, "-o", self.out, *extra],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.p = start_recorder([*wrap, HOPSCOPE, "record", "--netns", prefix + "router",
+                                 "--in", ins, "--out", outs, "-o", self.out, *extra],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace")
 
     def stop(self, timeout=30):
         if self.p.poll() is None:

@@ -10,8 +10,7 @@ import time
 import pytest
 
 import hopscope
-from conftest import (HOPSCOPE, TESTBED, Recorder, Testbed, hs_programs, last_prog_id, sh,
-                      start_recorder)
+from conftest import HOPSCOPE, Recorder, namespaced_testbed, sh
 
 PREFIX = "hst-ck-"
 CS = "/sys/devices/system/clocksource/clocksource0/"
@@ -30,17 +29,8 @@ for i in range(n):
 
 @pytest.fixture
 def bed():
-    tb = Testbed(prefix=PREFIX)
-    env = dict(os.environ, HS_PREFIX=PREFIX)
-    subprocess.run([TESTBED, "down"], env=env, capture_output=True)
-    tb.since = last_prog_id()
-    tb.recorders = []
-    yield tb
-    for r in tb.recorders:
-        r.kill()
-    tb.down()
-    assert PREFIX not in sh("ip", "netns", "list").stdout, "namespaces left behind"
-    assert not hs_programs(tb.since), "BPF programs left loaded"
+    """The testbed; recorders a test starts go in its procs, killed first."""
+    yield from namespaced_testbed(PREFIX)
 
 
 def machine_facts():
@@ -80,7 +70,7 @@ def test_header_clock_facts_are_the_machines(bed, tmp_path):
     """rps mode: t1..t4 all on the router's CPU, so no record is cross_cpu."""
     bed.up(shield=False)
     rec = Recorder(tmp_path / "run.hsr", prefix=PREFIX)
-    bed.recorders.append(rec)
+    bed.procs.append(rec.p)
     send(("sender1", 0, 4))
     err = rec.stop()
     h = header(rec.out)
@@ -105,18 +95,12 @@ def test_header_clock_facts_are_the_machines(bed, tmp_path):
     assert (d["problems"] == "none") == (not doubtful)
 
 
-class FakedRecorder(Recorder):
+def faked_recorder(out, binds):
     """The recorder in its own mount namespace, with each (file, path) of
     binds bind-mounted over path there: the machine's files stay as they are."""
-
-    def __init__(self, out, binds):
-        mounts = " && ".join(f'mount --bind "{f}" "{p}"' for f, p in binds)
-        self.out = str(out)
-        self.p = start_recorder(
-            ["unshare", "-m", "--propagation", "private", "sh", "-c", mounts + ' && exec "$@"',
-             "sh", HOPSCOPE, "record", "--netns", PREFIX + "router", "--in", "r-s1,r-s2",
-             "--out", "r-rx", "-o", self.out],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="replace")
+    mounts = " && ".join(f'mount --bind "{f}" "{p}"' for f, p in binds)
+    return Recorder(out, prefix=PREFIX, wrap=["unshare", "-m", "--propagation", "private",
+                                              "sh", "-c", mounts + ' && exec "$@"', "sh"])
 
 
 def test_faked_hpet_and_tsc_flags_warn(bed, tmp_path):
@@ -133,9 +117,9 @@ def test_faked_hpet_and_tsc_flags_warn(bed, tmp_path):
     fake_cpuinfo = tmp_path / "cpuinfo"
     fake_cpuinfo.write_text("".join(lines))
 
-    rec = FakedRecorder(tmp_path / "run.hsr", [(fake_cs, CS + "current_clocksource"),
-                                              (fake_cpuinfo, "/proc/cpuinfo")])
-    bed.recorders.append(rec)
+    rec = faked_recorder(tmp_path / "run.hsr", [(fake_cs, CS + "current_clocksource"),
+                                                (fake_cpuinfo, "/proc/cpuinfo")])
+    bed.procs.append(rec.p)
     send(("sender1", 0, 4), n=200)
     err = rec.stop()
     for what in ("WARNING: the clocksource is hpet, not tsc",
@@ -161,7 +145,7 @@ def test_cross_cpu_when_the_output_is_dequeued_on_another_cpu(bed, tmp_path):
         pytest.skip("needs two CPUs")
     bed.up("--mode", "inline", "--shape", "tbf:20mbit", shield=False)
     rec = Recorder(tmp_path / "run.hsr", prefix=PREFIX)
-    bed.recorders.append(rec)
+    bed.procs.append(rec.p)
     send(("sender1", 0, 4), ("sender2", 1, 8), n=5000)
     rec.stop()
     df = hopscope.load(rec.out)
@@ -183,9 +167,9 @@ def test_odd_clock_files_keep_the_header_valid(bed, tmp_path):
     odd.write_bytes(b'caf\xe9"\\x\n')
     empty = tmp_path / "available"
     empty.write_bytes(b"")
-    rec = FakedRecorder(tmp_path / "run.hsr", [(odd, CS + "current_clocksource"),
+    rec = faked_recorder(tmp_path / "run.hsr", [(odd, CS + "current_clocksource"),
                                                (empty, CS + "available_clocksource")])
-    bed.recorders.append(rec)
+    bed.procs.append(rec.p)
     err = rec.stop()
     assert "WARNING: the clocksource is caf\ufffd" in err  # its bytes as they are
     df = hopscope.load(rec.out)
