@@ -67,8 +67,7 @@ def describe(df):
         out.append(("span", f"{span:.3f} s of t1{rate}"))
     counts = df["status"].value_counts(sort=False)
     out.append(("status", ", ".join(f"{k} {v}" for k, v in counts.items() if v)))
-    n_complete = int((df["status"] == "complete").sum())
-    out.append(("cross-cpu", f"{a['cross_cpu']} of {n_complete} complete records had t1 and t4 "
+    out.append(("cross-cpu", f"{a['cross_cpu']} of {counts.get('complete', 0)} complete records had t1 and t4 "
                              "on different CPUs (column cross_cpu): their transit holds the "
                              "TSC offset between the two CPUs (docs/clock.md)"))
     tos = df["tos"].value_counts().sort_index()
