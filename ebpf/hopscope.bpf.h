@@ -101,6 +101,15 @@ HS_EXTERN struct {
 
 HS_EXTERN volatile __u32 hs_tapped HS_ZERO;
 
+/* probe cost by stage (include/hopscope.h, struct hs_cost) */
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hs_cost);
+	__uint(max_entries, HS_NSTAGES);
+} cost SEC(".maps");
+
+
 /* Settings fixed at load time (rodata: the verifier prunes what is off). */
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_slot_shift HS_ZERO;
@@ -123,6 +132,38 @@ static __always_inline void hs_count(__u32 c)
 
 	if (v)
 		(*v)++;
+}
+
+/* the packets whose probe cost is sampled, by their seq */
+static __always_inline bool hs_cost_sampled(__u64 seq)
+{
+	return !(seq & ((1u << HS_COST_SAMPLE_SHIFT) - 1));
+}
+
+/* A sampled probe's time from its stamp (entry) to now, its return. */
+static __always_inline void hs_cost_add(enum hs_stage s, __u64 entry)
+{
+	__u64 d = bpf_ktime_get_ns() - entry, sq = d < HS_COST_SQ_CAP ? d : HS_COST_SQ_CAP;
+	__u32 k = s;
+	struct hs_cost *c = bpf_map_lookup_elem(&cost, &k);
+
+	if (!c)
+		return;
+	c->n++;
+	c->sum_ns += d;
+	c->sum_sq += sq * sq;
+	if (d > c->max_ns)
+		c->max_ns = d;
+	if (d < HS_COST_BUCKETS * HS_COST_BUCKET_NS) {
+		__u64 i = d / HS_COST_BUCKET_NS;
+
+		/* hidden from the compiler, so the mask that bounds the index
+		 * for the verifier stays (HS_COST_BUCKETS: a power of 2) */
+		barrier_var(i);
+		c->hist[i & (HS_COST_BUCKETS - 1)]++;
+	} else {
+		c->over++;
+	}
 }
 
 static __always_inline bool hs_stage_on(enum hs_stage s)
@@ -357,6 +398,8 @@ static __always_inline void hs_stamp(const struct sk_buff *skb, enum hs_stage s,
 		return;
 	hs_stamp_slot(rec, seq, s, now, 0);
 	hs_count(HS_C_OPT_PKTS);
+	if (hs_cost_sampled(seq))
+		hs_cost_add(s, now);
 }
 
 #endif

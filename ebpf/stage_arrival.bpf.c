@@ -59,5 +59,8 @@ int BPF_PROG(hs_arrival, struct sk_buff *skb)
 	}
 	if (bpf_map_update_elem(&arrivals, &ak, &now, BPF_NOEXIST))
 		hs_count(HS_C_T0_MAP_FULL);
+	/* no seq yet: sampled as often, at random */
+	if (hs_cost_sampled(bpf_get_prandom_u32()))
+		hs_cost_add(HS_T0, now);
 	return 0;
 }

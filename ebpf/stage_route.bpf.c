@@ -30,6 +30,8 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 				hs_tapped = 1;
 		}
 		hs_count(c_ok);
+		if (hs_cost_sampled(seq))
+			hs_cost_add(s, now);
 		break;
 	case HS_NOMETA:
 		hs_count(c_nometa);

@@ -210,6 +210,32 @@ HS_COUNTER_LIST(HS_X_AT_PLACE)
 #define HS_COUNTER_NAMES { HS_COUNTER_LIST(HS_X_NAME) }
 
 /*
+ * Probe cost: what the probes add to the delays they measure, sampled on the
+ * run itself. A stage program stamps its instant as it starts; on a sampled
+ * packet it reads the clock again just before it returns, and exit - entry
+ * is the time the probe spends inside the delay that begins at its stamp.
+ * Sampled: the packets whose per-CPU arrival count (seq's low bits) is a
+ * multiple of 2^HS_COST_SAMPLE_SHIFT, the same packets at every stage; t0,
+ * which has no seq yet, samples as often at random. A sampled packet pays
+ * the second read and the update, so its own delays are that much longer.
+ * One struct hs_cost per stage in a per-CPU array, summed by userspace into
+ * the COUNTERS and END JSON ("probe_cost", docs/record-format.md).
+ */
+#define HS_COST_SAMPLE_SHIFT 6
+#define HS_COST_BUCKET_NS 16	/* histogram bucket width */
+#define HS_COST_BUCKETS 64	/* buckets: 0 .. 1023 ns; longer ones count in over */
+#define HS_COST_SQ_CAP 65535	/* sum_sq adds min(cost, this)^2: never overflows */
+
+struct hs_cost {
+	__u64 n;		/* samples */
+	__u64 sum_ns;
+	__u64 sum_sq;		/* of min(cost, HS_COST_SQ_CAP) squared */
+	__u64 max_ns;
+	__u64 over;		/* samples of HS_COST_BUCKETS * HS_COST_BUCKET_NS or more */
+	__u64 hist[HS_COST_BUCKETS];	/* [i]: cost in [i, i + 1) * HS_COST_BUCKET_NS */
+};
+
+/*
  * The packet key: a hash of the bytes a router never changes, computed the
  * same way wherever a stage has no skb to key on. The caller fills this
  * struct (zeroed first) from the packet; hs_key_hash mixes it.

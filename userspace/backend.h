@@ -59,6 +59,9 @@ struct hs_backend {
 	int (*poll)(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx);
 	/* sum of every counter (HS_C_NCOUNTERS values) */
 	int (*counters)(struct hs_backend *b, uint64_t *out);
+	/* the probe cost samples by stage, summed over CPUs (HS_NSTAGES values);
+	 * NULL: this backend does not sample them */
+	int (*cost)(struct hs_backend *b, struct hs_cost *out);
 	/* detach, then hand over packets still in flight (status INFLIGHT) */
 	int (*stop)(struct hs_backend *b, hs_record_cb cb, void *ctx);
 	void (*close)(struct hs_backend *b);

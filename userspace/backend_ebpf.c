@@ -34,6 +34,7 @@ struct ebpf {
 	int nxdp;
 	int ncpu;		/* possible CPUs: values per key of a per-CPU map */
 	uint64_t *percpu;	/* ncpu values: one counter read */
+	struct hs_cost *percpu_cost;	/* ncpu values: one stage's probe cost */
 	int sync_outer, sync_inner;	/* the map-in-map pair of synchronize() */
 	struct hs_config *cfg;
 	hs_record_cb cb;
@@ -266,7 +267,8 @@ static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 	if (err)
 		return err;
 	e->percpu = calloc(e->ncpu, sizeof(*e->percpu));
-	if (!e->percpu)
+	e->percpu_cost = calloc(e->ncpu, sizeof(*e->percpu_cost));
+	if (!e->percpu || !e->percpu_cost)
 		return -ENOMEM;
 	err = synchronize_init(e);
 	if (err) {
@@ -344,6 +346,31 @@ static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 	return 0;
 }
 
+static int ebpf_cost(struct hs_backend *b, struct hs_cost *out)
+{
+	struct ebpf *e = b->priv;
+	int fd = bpf_map__fd(e->skel->maps.cost);
+
+	memset(out, 0, HS_NSTAGES * sizeof(*out));
+	for (__u32 s = 0; s < HS_NSTAGES; s++) {
+		if (bpf_map_lookup_elem(fd, &s, e->percpu_cost))
+			return errno ? -errno : -EIO;
+		for (int c = 0; c < e->ncpu; c++) {
+			const struct hs_cost *v = &e->percpu_cost[c];
+
+			out[s].n += v->n;
+			out[s].sum_ns += v->sum_ns;
+			out[s].sum_sq += v->sum_sq;
+			out[s].over += v->over;
+			if (v->max_ns > out[s].max_ns)
+				out[s].max_ns = v->max_ns;
+			for (int i = 0; i < HS_COST_BUCKETS; i++)
+				out[s].hist[i] += v->hist[i];
+		}
+	}
+	return 0;
+}
+
 /* upstream first, the reverse of attach_all: no packet takes a slot once
  * the later stages start to go */
 static void detach(struct ebpf *e)
@@ -417,6 +444,7 @@ static void ebpf_close(struct hs_backend *b)
 	if (e->sync_inner >= 0)
 		close(e->sync_inner);
 	free(e->percpu);
+	free(e->percpu_cost);
 	hs_backend_free(b);
 }
 
@@ -427,6 +455,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.open = ebpf_open,
 		.poll = ebpf_poll,
 		.counters = ebpf_counters,
+		.cost = ebpf_cost,
 		.stop = ebpf_stop,
 		.close = ebpf_close,
 	};

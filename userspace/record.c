@@ -269,6 +269,7 @@ struct run {
 	struct hs_writer w;
 	struct hs_backend *b;
 	uint64_t counters[HS_C_NCOUNTERS];
+	struct hs_cost cost[HS_NSTAGES];	/* when the backend samples it */
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
 	const struct hs_clock_facts *clock;
@@ -283,6 +284,9 @@ struct run {
 static void read_counters(struct run *run, int final)
 {
 	int err = run->b->counters(run->b, run->counters);
+
+	if (!err && run->b->cost)
+		err = run->b->cost(run->b, run->cost);
 
 	if (err && (final || !run->counters_err))
 		fprintf(stderr, "%shopscope: %scannot read the tracer's counters: %s%s\n",
@@ -317,7 +321,7 @@ static char *counters_json(struct run *run, const char *stop_reason)
 	};
 
 	js_init(&j);
-	hs_runmeta_counters(&j, run->counters, &u);
+	hs_runmeta_counters(&j, run->counters, run->b->cost ? run->cost : NULL, &u);
 	if (stop_reason)
 		js_str(&j, "stop_reason", stop_reason);
 	js_close(&j, '}');

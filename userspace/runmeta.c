@@ -297,7 +297,39 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_free(&cmd);
 }
 
-void hs_runmeta_counters(struct js *j, const uint64_t *counters,
+/* the stages with samples; a histogram without its trailing empty buckets */
+static void cost_json(struct js *j, const struct hs_cost *cost)
+{
+	js_open(j, "probe_cost", '{');
+	js_u64(j, "sample_shift", HS_COST_SAMPLE_SHIFT);
+	js_u64(j, "bucket_ns", HS_COST_BUCKET_NS);
+	js_u64(j, "sq_cap_ns", HS_COST_SQ_CAP);
+	js_open(j, "stages", '{');
+	for (int s = 0; s < HS_NSTAGES; s++) {
+		const struct hs_cost *c = &cost[s];
+		int last = HS_COST_BUCKETS;
+
+		if (!c->n)
+			continue;
+		while (last > 0 && !c->hist[last - 1])
+			last--;
+		js_open(j, hs_stage_names[s], '{');
+		js_u64(j, "n", c->n);
+		js_u64(j, "sum_ns", c->sum_ns);
+		js_u64(j, "sum_sq", c->sum_sq);
+		js_u64(j, "max_ns", c->max_ns);
+		js_u64(j, "over", c->over);
+		js_open(j, "hist", '[');
+		for (int i = 0; i < last; i++)
+			js_u64(j, NULL, c->hist[i]);
+		js_close(j, ']');
+		js_close(j, '}');
+	}
+	js_close(j, '}');
+	js_close(j, '}');
+}
+
+void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs_cost *cost,
 			 const struct hs_userspace_counts *u)
 {
 	struct hs_clocks now;
@@ -320,4 +352,6 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters,
 	js_u64(j, "t4_unseen", u->t4_unseen);
 	js_u64(j, "records_not_stored", u->not_stored);
 	js_close(j, '}');
+	if (cost)
+		cost_json(j, cost);
 }

@@ -50,9 +50,10 @@ struct hs_userspace_counts {
 	uint64_t not_stored;		/* records received but not in the file (write error) */
 };
 
-/* {"monotonic_ns", "counters": {...}, "userspace": {...}} without the closing brace;
- * userspace.records_not_stored is u->not_stored */
-void hs_runmeta_counters(struct js *j, const uint64_t *counters,
+/* {"monotonic_ns", "counters": {...}, "userspace": {...}, "probe_cost": {...}}
+ * without the closing brace; userspace.records_not_stored is u->not_stored;
+ * cost NULL: no probe_cost (the backend does not sample it) */
+void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs_cost *cost,
 			 const struct hs_userspace_counts *u);
 
 /* names from include/hopscope.h's lists, indexed by value (NULL: no such value) */
