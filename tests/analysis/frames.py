@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from hopscope.record import format as fmt
-from hopscope.record.load import DELAYS
+from hopscope.record.format import DELAYS
 
 BIG = 10**15  # a monotonic clock of a machine up ~12 days: far beyond float64's ns precision
 

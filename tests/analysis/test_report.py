@@ -11,8 +11,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 from hopscope.record import synth  # noqa: E402
 
-# summary, linear and log histograms, senders, queues, coffee, series, output side
-PAGES_ONE_RUN = 8
+# summary, error budget, linear and log histograms, senders, queues, coffee,
+# series, output side
+PAGES_ONE_RUN = 9
 
 
 def report(*args):
@@ -48,8 +49,11 @@ def test_one_run_has_every_page_with_units(runs, tmp_path):
     text = pdf_text(out)
     for words in ("hopscope report", "input queue d_iq", "processing d_p", "output queue d_oq",
                   "sender1 (TOS 4)", "sender2 (TOS 5)", "coffee breaks", "delay (µs)",
-                  "packets in the queue", "minimum transit", "losses"):
+                  "packets in the queue", "minimum transit", "losses", "error budget",
+                  "netfilter/PRE_ROUTING"):
         assert words in text, words
+    # a file without probe cost samples: no floor invented
+    assert "No probe cost samples in this file" in text
 
 
 def test_several_runs_are_compared_and_overlaid(runs, tmp_path):
@@ -66,8 +70,9 @@ def test_empty_run_says_so(tmp_path):
     synth.write_synthetic(run, 0)
     r = report(run, "-o", tmp_path / "e.pdf")
     assert r.returncode == 0, r.stderr
-    assert pdf_pages(tmp_path / "e.pdf") == 1
-    assert "No complete packets" in pdf_text(tmp_path / "e.pdf")
+    assert pdf_pages(tmp_path / "e.pdf") == 2  # the summary and the error budget
+    text = pdf_text(tmp_path / "e.pdf")
+    assert "No complete packets" in text and "error budget" in text
 
 
 def test_truncated_run_reports_what_is_whole_and_warns(tmp_path):

@@ -36,6 +36,16 @@ VERSION_MINOR = h.VERSION_MINOR
 
 STAGE_NAMES = tuple(name for _, _, name in h.STAGE_LIST)  # enum hs_stage order
 CORE_STAGES = ("t1", "t2", "t3", "t4")
+# (column, later stage, earlier stage): a delay exists when both stages are enabled
+DELAYS = (
+    ("d_iq", "t2", "t1"),
+    ("d_p", "t3", "t2"),
+    ("d_oq", "t4", "t3"),
+    ("transit", "t4", "t1"),
+    ("d_rxq", "t1", "t0"),
+    ("d_opath", "t_tceg", "t3"),
+    ("d_qdisc", "t4", "t_tceg"),
+)
 
 # enum hs_status starts at 1; STATUS_NAMES[v - 1] names value v
 STATUS_NAMES = tuple(name for _, _, name in h.STATUS_LIST)

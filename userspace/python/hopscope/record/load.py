@@ -11,18 +11,10 @@ import numpy as np
 import pandas as pd
 
 from . import format as fmt
+from .format import DELAYS
+from .probecost import delay_floors, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
-# (column, later stage, earlier stage): a delay exists when both stages are enabled
-DELAYS = (
-    ("d_iq", "t2", "t1"),
-    ("d_p", "t3", "t2"),
-    ("d_oq", "t4", "t3"),
-    ("transit", "t4", "t1"),
-    ("d_rxq", "t1", "t0"),
-    ("d_opath", "t_tceg", "t3"),
-    ("d_qdisc", "t4", "t_tceg"),
-)
 # record fields copied as they are, in column order
 PLAIN = ("drop_reason", "flags", "tos", "proto", "sport", "dport", "flow",
          "in_ifindex", "out_ifindex", "cpu_in", "cpu_out", "ip_len", "key", "seq")
@@ -122,8 +114,17 @@ def to_dataframe(rf):
                     truncated=rf.truncated, path=rf.path, problems=list(rf.problems),
                     dropped_records=rf.dropped_records, notes=list(rf.notes),
                     clock=clock, clock_problems=clock_problems(clock, rf.header),
-                    cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])))
+                    cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
+                    probe_cost=probe_cost(rf.counters),
+                    probe_floor=delay_floors(rf.header, rf.counters))
     return df
+
+
+def probe_cost(counters):
+    """Per stage, what its probe costs the delay after its stamp (probecost.py);
+    None when the file has no probe cost."""
+    pc = (counters or {}).get("probe_cost")
+    return stage_costs(pc) if pc is not None else None
 
 
 def clock_facts(header):

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import format as fmt
+from . import probecost
 
 try:  # ISA-L's CRC-32 (the same zlib CRC) is about 4x faster: checked loads stay fast
     from isal.isal_zlib import crc32 as _crc32
@@ -435,6 +436,8 @@ def check_counters(obj):
                     return f"{k}.{name} is not an object of integers"
             elif (k == "counters" or name in _USERSPACE_INT) and not _int(x):
                 return f"{k}.{name} is {_kind(x)}, expected an integer"
+    if obj.get("probe_cost") is not None:
+        return probecost.check(obj["probe_cost"])
     return None
 
 

@@ -199,7 +199,7 @@ class _Tally:
             self.seen[t] += int(np.count_nonzero(block[t]))
         self.overflow += int(np.count_nonzero(block["flow"] == fmt.FLOW_NONE))
 
-    def snapshot(self, mono_ns, n_flows, stop_reason=None):
+    def snapshot(self, mono_ns, n_flows, stop_reason=None, probe_cost=None):
         by_status = {name: int(self.status[v]) for name, v in fmt.STATUS.items()}
         counters = dict.fromkeys(fmt.COUNTER_NAMES, 0)
         counters.update(xdp_pkts=self.records, pre_pkts=self.seen["t2"],
@@ -213,6 +213,8 @@ class _Tally:
                              "flows": n_flows, "flow_overflow": self.overflow,
                              "inflight_at_stop": by_status["inflight"] if stop_reason else 0,
                              "rb_records": self.records}
+        if probe_cost is not None:
+            snap["probe_cost"] = probe_cost
         return snap
 
 
@@ -240,7 +242,7 @@ class _Writer:
 def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65536,
                     rate_pps=200_000, drop_fraction=0.002, inflight=3, flows_per_sender=2,
                     max_flows=None, snapshot_every=4, end=True, truncate_bytes=0,
-                    corrupt_chunk=None, bad_crc_chunk=None):
+                    corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None):
     """Write an n-record file to path and return a Synthetic describing it.
 
     stages: enabled stage names (the core four are always there).
@@ -250,6 +252,7 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     truncate_bytes cuts that many bytes off the end of the finished file.
     corrupt_chunk=i overwrites the magic of the i-th chunk (file order);
     bad_crc_chunk=i flips a payload byte of the i-th chunk, leaving its CRC stale.
+    probe_cost: the COUNTERS and END chunks' "probe_cost" object, as given.
     """
     stages = [s for s in fmt.STAGE_NAMES if s in set(stages) | set(fmt.CORE_STAGES)]
     rng = np.random.default_rng(seed)
@@ -281,11 +284,13 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
             tally.add(block)
             last_t = int(block["t1"].max())
             if (k + 1) % snapshot_every == 0:
-                w.json(fmt.CHUNK_COUNTERS, tally.snapshot(last_t + 10**6, flows_written))
-        w.json(fmt.CHUNK_COUNTERS, tally.snapshot(last_t + 2 * 10**6, flows_written))
+                w.json(fmt.CHUNK_COUNTERS, tally.snapshot(last_t + 10**6, flows_written,
+                                                          probe_cost=probe_cost))
+        w.json(fmt.CHUNK_COUNTERS, tally.snapshot(last_t + 2 * 10**6, flows_written,
+                                                  probe_cost=probe_cost))
         if end:
             w.json(fmt.CHUNK_END, tally.snapshot(last_t + 3 * 10**6, flows_written,
-                                                 stop_reason="count"))
+                                                 stop_reason="count", probe_cost=probe_cost))
         size = f.tell()
     with open(path, "r+b") as f:
         if corrupt_chunk is not None:

@@ -5,7 +5,9 @@ import time
 
 import numpy as np
 
+from ..analysis import budget
 from ..record.hooks import hooks
+from ..record import probecost
 from ..record.load import add_verify_options, load
 
 
@@ -23,7 +25,8 @@ def run(args, parser):
     if args.json:
         print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
                                             "problems", "clock", "clock_problems",
-                                            "cross_cpu")}, indent=2))
+                                            "cross_cpu", "probe_cost", "probe_floor")},
+                         indent=2))
         return 0
     for label, text in describe(df):
         print(f"{label:<11} {text}")
@@ -73,11 +76,14 @@ def describe(df):
     tos = df["tos"].value_counts().sort_index()
     out.append(("tos", ", ".join(f"{k}: {v}" for k, v in tos.items())))
     complete = df["status"] == "complete"
-    for col in [c for c in df.columns if c.startswith("d_") or c == "transit"]:
+    rows = {r["delay"]: r for r in budget.delays(df)}
+    for col in rows:
         v = df[col][complete].dropna().to_numpy()
         if len(v):
             q = [x / 1e3 for x in (v.min(), *np.percentile(v, [50, 99]), v.max())]
-            out.append((col, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)))
+            out.append((col, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)
+                        + f" ({budget.floor_note(rows[col], 'us')})"))
+    out += budget_lines(df)
     tr = a["trailer"]
     if tr:
         us = tr.get("userspace") or {}
@@ -91,6 +97,32 @@ def describe(df):
     out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]) or "none"))
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
+    return out
+
+
+def _us(v, sign=""):
+    return "?" if v is None else f"{sign}{v / 1e3:.3f} us"
+
+
+def budget_lines(df):
+    """The error budget (analysis/budget.py) as describe lines."""
+    out = [("budget", "instant: where stamped; probe time before it (baseline); its uncertainty")]
+    for r in budget.instants(df):
+        out.append(("budget", f"{r['instant']}: {r['hook']}; {r['clock']}; baseline "
+                              f"{_us(r['baseline_ns'])}; uncertainty {_us(r['uncertainty_ns'], '±')}"))
+    for r in budget.delays(df):
+        cross = (f"; {r['cross_cpu']} records across CPUs add the TSC offset"
+                 if r["cross_cpu"] else "")
+        out.append(("budget", f"{r['delay']} ({r['span']}, probes {r['probes'] or 'none'}): "
+                              f"floor {_us(r['floor_ns'])}, spread {_us(r['spread_ns'], '±')}, "
+                              f"p99 floor <= {_us(r['p99_floor_ns'])}, uncertainty "
+                              f"{_us(r['uncertainty_ns'], '±')}{cross}"))
+    pc = df.attrs.get("probe_cost")
+    if pc:
+        n = max(c["samples"] for c in pc.values())
+        out.append(("budget", f"from {n} sampled packets (1 in {probecost.SAMPLE_EVERY} per CPU); "
+                              "not in the floor: the hooks' calls into the probes "
+                              "(docs/accuracy.md)"))
     return out
 
 

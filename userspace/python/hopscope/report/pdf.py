@@ -10,6 +10,7 @@ import os
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
+from ..analysis import budget
 from ..analysis.run import analyse
 from ..analysis.stats import STAGES
 from ..record.hooks import hooks
@@ -72,6 +73,7 @@ def write(path, runs):
             n += _page(pdf, _overlay, runs)
         for label, df, a in runs:
             n += _page(pdf, _summary, label, df, a)
+            n += _page(pdf, _budget, label, df)
             if not a.complete:
                 continue
             n += _page(pdf, _histograms, label, a, False)
@@ -138,6 +140,48 @@ def _summary(f, label, df, a):
     fig.table(ax_all, _stat_rows(a.stats), cols,
               "all packets (complete ones; p50 = RFC 8219 typical, p99.9 = worst case)")
     fig.table(ax_tos, _stat_rows(a.stats_by_tos, ("tos",)), ["sender"] + cols, "per sender")
+
+
+def _opt_us(v):
+    return "—" if v is None else f"{v / 1000:.3f}"
+
+
+def _budget(f, label, df):
+    """Each delay beside its probe floor and uncertainty; each instant's hook,
+    clock, and the probe time spent on the packet before it."""
+    complete = (df["status"] == "complete").to_numpy()
+    rows = []
+    for r in budget.delays(df):
+        v = df[r["delay"]].to_numpy()[complete]
+        v = v[v == v]
+        p50, p99 = (_us(x) for x in (pd.Series(v).quantile([0.5, 0.99]) if len(v)
+                                     else (math.nan, math.nan)))
+        rows.append([r["delay"], r["span"], r["probes"] or "none", p50, p99,
+                     _opt_us(r["floor_ns"]), _opt_us(r["spread_ns"]),
+                     _opt_us(r["p99_floor_ns"]), _opt_us(r["uncertainty_ns"]),
+                     _opt_us(r["calibrated_ns"]), str(r["cross_cpu"])])
+    ax_d, ax_i, ax_t = f.subplots(3, 1, height_ratios=[2.2, 2.2, 1])
+    fig.table(ax_d, rows, ["delay", "span", "probes inside", "p50 (µs)", "p99 (µs)",
+                           "probe floor", "spread (sd)", "p99 floor ≤", "uncertainty ±",
+                           "calibrated", "cross-CPU"],
+              f"error budget — {label}: every delay with the probes' share of it (µs)",
+              widths=[0.06, 0.09, 0.25, 0.06, 0.06, 0.07, 0.07, 0.07, 0.08, 0.07, 0.06])
+    irows = [[r["instant"], r["hook"], r["clock"], _opt_us(r["baseline_ns"]),
+              _opt_us(r["uncertainty_ns"])] for r in budget.instants(df)]
+    fig.table(ax_i, irows, ["instant", "hook (stamped as the probe starts)", "clock",
+                            "probe time before it (µs)", "uncertainty ± (µs)"],
+              "where each instant is taken", widths=[0.08, 0.26, 0.34, 0.15, 0.13])
+    ax_t.axis("off")
+    pc = df.attrs.get("probe_cost")
+    note = ("No probe cost samples in this file (kernel module backend, --floor, or a "
+            "file written before them): the floor is unknown here." if not pc else
+            f"Probe floor: the probes' mean time inside the delay, from "
+            f"{max(c['samples'] for c in pc.values())} sampled packets of this run; spread: "
+            "its standard deviation. Not in it: the hooks' calls into the probes. "
+            "Uncertainty: the spread with the clock's resolution at both ends. Records "
+            "whose ends ran on two CPUs also hold the TSC offset between them. "
+            "Method and ground truth: docs/accuracy.md.")
+    ax_t.text(0, 0.9, note, va="top", wrap=True, fontsize=9, transform=ax_t.transAxes)
 
 
 def _histograms(f, label, a, log_x):

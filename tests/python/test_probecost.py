@@ -1,0 +1,136 @@
+"""The probe floor from a file's probe cost samples: each stage's statistics
+against numpy on the samples they were made from, each delay's floor from the
+stages inside it, and files whose probe_cost is malformed refused."""
+import math
+
+import numpy as np
+import pytest
+
+import hopscope
+from hopscope.analysis import budget
+from hopscope.record import header as h
+from hopscope.record.probecost import check, delay_floors, delay_stages, stage_costs
+from hopscope.record.reader import RecordFileError
+from hopscope.record.synth import write_synthetic
+
+BUCKET = h.COST_BUCKET_NS
+
+
+def cost_of(samples):
+    """The struct hs_cost the BPF side would have summed from these samples."""
+    s = np.asarray(samples, np.int64)
+    hist = np.bincount(s[s < h.COST_BUCKETS * BUCKET] // BUCKET, minlength=h.COST_BUCKETS)
+    hist = [int(x) for x in np.trim_zeros(hist, "b")]
+    return {"n": len(s), "sum_ns": int(s.sum()),
+            "sum_sq": int((np.minimum(s, h.COST_SQ_CAP) ** 2).sum()),
+            "max_ns": int(s.max()), "over": int((s >= h.COST_BUCKETS * BUCKET).sum()),
+            "hist": hist}
+
+
+def probe_cost(**stages):
+    return {"sample_shift": h.COST_SAMPLE_SHIFT, "bucket_ns": BUCKET,
+            "sq_cap_ns": h.COST_SQ_CAP, "stages": {k: cost_of(v) for k, v in stages.items()}}
+
+
+RNG = np.random.default_rng(7)
+T1 = RNG.normal(200, 20, 5000).round().clip(1)
+T2 = RNG.normal(150, 10, 5000).round().clip(1)
+T3 = RNG.normal(120, 5, 5000).round().clip(1)
+T4 = RNG.normal(300, 30, 5000).round().clip(1)
+TCIN = RNG.normal(100, 8, 5000).round().clip(1)
+
+
+def test_stage_statistics_are_the_samples():
+    pc = probe_cost(t1=np.r_[T1, 5000])  # one interrupted probe, beyond the histogram
+    c = stage_costs(pc)["t1"]
+    s = np.r_[T1, 5000]
+    assert c["samples"] == len(s) and c["over"] == 1 and c["max_ns"] == 5000
+    assert c["mean_ns"] == pytest.approx(s.mean())
+    assert c["sd_ns"] == pytest.approx(s.std())
+    # quantiles: the upper edge of the bucket that holds them
+    for q, key in ((0.5, "p50_ns"), (0.99, "p99_ns")):
+        exact = np.quantile(s, q)
+        assert exact <= c[key] < exact + BUCKET + 1
+
+
+def test_a_capped_sample_is_said():
+    c = stage_costs(probe_cost(t2=[100, 200, h.COST_SQ_CAP + 10]))["t2"]
+    assert c["capped"] and c["mean_ns"] == pytest.approx((300 + h.COST_SQ_CAP + 10) / 3)
+
+
+def test_each_delay_holds_the_probes_that_run_inside_it():
+    pc = {"probe_cost": probe_cost(t1=T1, t2=T2, t3=T3, t4=T4)}
+    f = delay_floors({"stages": ["t1", "t2", "t3", "t4"]}, pc)
+    assert set(f) == {"d_iq", "d_p", "d_oq", "transit"}
+    assert f["d_iq"]["floor_ns"] == pytest.approx(T1.mean())
+    assert f["d_p"]["floor_ns"] == pytest.approx(T2.mean())
+    # t4's probe runs after t4: in no delay
+    assert f["d_oq"]["floor_ns"] == pytest.approx(T3.mean())
+    assert f["transit"]["floor_ns"] == pytest.approx(T1.mean() + T2.mean() + T3.mean())
+    assert f["transit"]["spread_ns"] == pytest.approx(
+        math.sqrt(T1.var() + T2.var() + T3.var()))
+    assert f["d_p"]["p99_ns"] >= np.quantile(T2, 0.99)
+
+
+def test_an_optional_stage_adds_its_probe_to_the_delay_it_splits():
+    pc = {"probe_cost": probe_cost(t1=T1, t_tcin=TCIN, t2=T2, t3=T3)}
+    f = delay_floors({"stages": ["t1", "t_tcin", "t2", "t3", "t4"]}, pc)
+    assert f["d_iq"]["stages"] == ["t1", "t_tcin"]
+    assert f["d_iq"]["floor_ns"] == pytest.approx(T1.mean() + TCIN.mean())
+    assert delay_stages("t4", "t3", {"t3", "t_tceg", "t4"}) == ["t3", "t_tceg"]
+
+
+def test_a_delay_with_an_unsampled_probe_has_no_floor():
+    f = delay_floors({"stages": []}, {"probe_cost": probe_cost(t1=T1, t3=T3)})
+    assert "d_p" not in f and "transit" not in f and "d_iq" in f
+
+
+def test_files_without_probe_cost_say_so():
+    assert delay_floors({}, {"counters": {}}) is None
+    assert delay_floors({}, None) is None
+
+
+@pytest.mark.parametrize("bad, why", [
+    (lambda pc: pc["stages"]["t1"].update(n=pc["stages"]["t1"]["n"] + 1), "does not count"),
+    (lambda pc: pc["stages"].update(t9={}), "not a stage"),
+    (lambda pc: pc.update(bucket_ns=0), "bucket_ns"),
+    (lambda pc: pc["stages"]["t1"].update(hist=[1, -1]), "hist"),
+    (lambda pc: pc["stages"]["t1"].pop("sum_sq"), "integers"),
+])
+def test_malformed_probe_cost_is_named(bad, why):
+    pc = probe_cost(t1=T1)
+    assert check(pc) is None
+    bad(pc)
+    assert why in check(pc)
+
+
+def test_a_file_carries_its_floor_to_load_and_budget(tmp_path):
+    p = tmp_path / "f.hsr"
+    write_synthetic(p, 2000, probe_cost=probe_cost(t1=T1, t2=T2, t3=T3, t4=T4))
+    df = hopscope.load(p)
+    assert df.attrs["probe_floor"]["d_p"]["floor_ns"] == pytest.approx(T2.mean())
+    assert df.attrs["probe_cost"]["t4"]["samples"] == len(T4)
+    rows = {r["delay"]: r for r in budget.delays(df)}
+    assert rows["d_oq"]["floor_ns"] == pytest.approx(T3.mean())
+    assert budget.floor_note(rows["d_iq"]).startswith(f"probe floor {T1.mean() / 1e3:.2f} µs")
+    inst = {r["instant"]: r for r in budget.instants(df)}
+    assert inst["t1"]["baseline_ns"] == 0
+    assert inst["t4"]["baseline_ns"] == pytest.approx(T1.mean() + T2.mean() + T3.mean())
+
+
+def test_a_file_with_malformed_probe_cost_is_refused(tmp_path):
+    pc = probe_cost(t1=T1)
+    pc["stages"]["t1"]["hist"][0] += 1
+    p = tmp_path / "bad.hsr"
+    write_synthetic(p, 100, probe_cost=pc)
+    with pytest.raises(RecordFileError, match="histogram"):
+        hopscope.load(p, strict=True)
+
+
+def test_a_file_without_probe_cost_has_no_floor(tmp_path):
+    p = tmp_path / "old.hsr"
+    write_synthetic(p, 100)
+    df = hopscope.load(p)
+    assert df.attrs["probe_floor"] is None and df.attrs["probe_cost"] is None
+    assert all(r["floor_ns"] is None for r in budget.delays(df))
+    assert budget.floor_note(budget.delays(df)[0]) == "probe floor not sampled in this file"

@@ -1,0 +1,86 @@
+"""A run's error budget: for every instant where and on what clock it was
+taken, and what the probes add before it; for every delay its probe floor
+(systematic), its spread (random) and what else it may hold. In the manner of
+the classic budgets of capture points (baseline, uncertainty), but from the
+run's own samples (record/probecost.py) and clock facts; the method and the
+references it was checked against are in docs/accuracy.md.
+"""
+import math
+
+from ..record.format import DELAYS, STAGE_NAMES
+from ..record.hooks import hooks
+from ..record.probecost import delay_stages
+
+# delays whose two ends may be stamped on two CPUs (t1's and t4's, cross_cpu)
+_CROSS = {"d_oq", "transit", "d_qdisc"}
+
+
+def _resolution(clock):
+    res = clock.get("resolution_ns")
+    return res if isinstance(res, int) else None
+
+
+def instants(df):
+    """One row per enabled instant: stage, hook, clock, baseline_ns (the mean
+    probe time spent on the packet before this stamp, since its first),
+    uncertainty_ns (that time's spread with the clock's resolution); the last
+    two None without probe cost samples."""
+    a, h = df.attrs, df.attrs["header"]
+    enabled = [s for s in STAGE_NAMES if s in df.columns]
+    where = {k.stage: k.hook for k in hooks(h)}
+    clock = a["clock"]
+    res = _resolution(clock)
+    costs = a.get("probe_cost") or {}
+    rows = []
+    for i, s in enumerate(enabled):
+        before = enabled[:i]
+        known = costs and all(p in costs for p in before)
+        base = sum(costs[p]["mean_ns"] for p in before) if known else None
+        unc = None
+        if known and res is not None:
+            unc = math.sqrt(sum(costs[p]["sd_ns"] ** 2 for p in before) + res ** 2)
+        rows.append({"instant": s, "hook": where.get(s, "?"),
+                     "clock": f"{clock['stamp_clock']} ({clock['clocksource']}, "
+                              f"resolution {res if res is not None else '?'} ns)",
+                     "baseline_ns": base, "uncertainty_ns": unc})
+    return rows
+
+
+def delays(df):
+    """One row per delay column: delay, span ("t1 -> t2"), floor_ns, spread_ns,
+    p99_floor_ns (bound), uncertainty_ns (spread with both ends' resolution),
+    calibrated_ns (the --calibration file's floor, when carried), cross_cpu
+    (records whose two ends were on two CPUs, for the delays that can be)."""
+    a = df.attrs
+    floors = a.get("probe_floor") or {}
+    res = _resolution(a["clock"])
+    cal = ((a["header"].get("calibration") or {}).get("delays") or {})
+    rows = []
+    for col, later, earlier in DELAYS:
+        if col not in df.columns:
+            continue
+        f = floors.get(col)
+        unc = None
+        if f and res is not None:
+            unc = math.sqrt(f["spread_ns"] ** 2 + 2 * res ** 2)
+        c = cal.get(col) if isinstance(cal.get(col), dict) else {}
+        rows.append({"delay": col, "span": f"{earlier} -> {later}",
+                     "probes": " + ".join(delay_stages(later, earlier, set(df.columns))),
+                     "floor_ns": f["floor_ns"] if f else None,
+                     "spread_ns": f["spread_ns"] if f else None,
+                     "p99_floor_ns": f["p99_ns"] if f else None,
+                     "uncertainty_ns": unc,
+                     "calibrated_ns": c.get("floor_ns"),
+                     "cross_cpu": a["cross_cpu"] if col in _CROSS else 0})
+    return rows
+
+
+def floor_note(row, unit="µs"):
+    """"probe floor 0.17 µs, spread ±0.05 µs" for a delays() row, or why not."""
+    if row["floor_ns"] is None:
+        return "probe floor not sampled in this file"
+    text = (f"probe floor {row['floor_ns'] / 1e3:.2f} {unit}, "
+            f"spread ±{row['spread_ns'] / 1e3:.2f} {unit}")
+    if isinstance(row["calibrated_ns"], (int, float)):
+        text += f"; calibrated {row['calibrated_ns'] / 1e3:.2f} {unit}"
+    return text
