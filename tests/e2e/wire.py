@@ -128,14 +128,15 @@ def gaps(t, col):
 
 
 def spread(x):
-    """Summary of errors in ns, in µs: n, mean, sd (plain: every sample), the
-    robust sd (1.4826·MAD, the core without the tails), p99 and max of |x|."""
+    """Summary of errors in ns, in µs: n, mean, median, sd (plain: every
+    sample), the robust sd (1.4826·MAD, the core without the tails), p99 and
+    max of |x|."""
     x = np.asarray(x, dtype=float)
     if not len(x):
-        return {"n": 0, "mean_us": None, "sd_us": None, "robust_sd_us": None,
-                "p99_abs_us": None, "max_abs_us": None}
+        return {"n": 0, "mean_us": None, "median_us": None, "sd_us": None,
+                "robust_sd_us": None, "p99_abs_us": None, "max_abs_us": None}
     mad = np.median(np.abs(x - np.median(x)))
-    return {"n": len(x), "mean_us": x.mean() / 1e3,
+    return {"n": len(x), "mean_us": x.mean() / 1e3, "median_us": float(np.median(x)) / 1e3,
             "sd_us": x.std(ddof=1) / 1e3 if len(x) > 1 else None,
             "robust_sd_us": 1.4826 * mad / 1e3,
             "p99_abs_us": float(np.quantile(np.abs(x), 0.99)) / 1e3,
@@ -216,6 +217,23 @@ def wire(t, first="t0", last="t4"):
     out["impossible"] = int((broken["transit_longer"] | broken["before_send"]
                              | broken["after_receive"]).sum())  # packets, each once
     return out
+
+
+def swapped(df, a="t2", b="t3"):
+    """The records with two stages' instants exchanged (wrong input)"""
+    w = df.copy()
+    w[a], w[b] = df[b], df[a]
+    return w
+
+
+def misjoined(t):
+    """Each record with the next packet's log line (wrong input)"""
+    w = t.sort_values("seq").reset_index(drop=True)
+    for c in ("tx_ns", "rx_ns", "owd_ns", "received"):
+        w[c] = w[c].shift(-1)
+    w = w.iloc[:-1].copy()
+    w["received"] = w["received"].astype(bool)
+    return w
 
 
 def _quantiles(x):

@@ -104,8 +104,7 @@ def test_additivity_of_consistent_records():
 
 
 def test_additivity_catches_swapped_stages():
-    df = records()
-    df["t2"], df["t3"] = df["t3"].copy(), df["t2"].copy()
+    df = wire.swapped(records())
     derive(df)  # consistent columns: only the order can tell
     a = wire.additivity(df)
     assert a["order"]["t2<=t_fwd"] == 1000 and a["order"]["t_fwd<=t3"] == 1000
@@ -156,11 +155,8 @@ def test_wire_catches_impossible_orders_beyond_the_resolution():
 
 
 def test_wire_catches_records_joined_to_the_next_packet():
-    t = stream(n=2000)
-    for c in ("tx_ns", "rx_ns", "owd_ns"):
-        t[c] = t[c].shift(-1)
-    w = wire.wire(t.iloc[:-1])
-    assert w["before_send"] == 1999 and w["impossible"] == 1999
+    w = wire.wire(wire.misjoined(stream(n=2000)))
+    assert w["packets"] == 1999 and w["before_send"] == 1999 and w["impossible"] == 1999
 
 
 def test_gaps_only_between_consecutive_packets():
