@@ -210,7 +210,7 @@ def wire(t, first="t0", last="t4"):
     owd = j["owd_ns"].astype(float)
     out = {"packets": len(j)}
     for name, x in (("outside", owd - (b - a)), ("sender", a - tx), ("receiver", rx - b)):
-        out[name] = _quantiles(x)
+        out[name] = quantiles(x)
     broken = {"transit_longer": b - a > owd + RES_NS, "before_send": a < tx - RES_NS,
               "after_receive": b > rx + RES_NS}
     out.update({k: int(v.sum()) for k, v in broken.items()})
@@ -236,7 +236,7 @@ def misjoined(t):
     return w
 
 
-def _quantiles(x):
+def quantiles(x):
     """min, median, p99 in µs"""
     if not len(x):
         return {"min_us": None, "median_us": None, "p99_us": None}
