@@ -21,6 +21,9 @@
 #define HS_FILE_VERSION 2
 #define HS_ENDIAN_MARK 0x01020304u
 #define HS_CHUNK_MAGIC 0x4b435348u	/* "HSCK" */
+/* the "format" of a `hopscope calibrate` file, which --calibration copies
+ * into the header as "calibration" (docs/accuracy.md) */
+#define HS_CALIBRATION_FORMAT "hopscope-calibration"
 
 struct hs_file_header {
 	char magic[8];

@@ -30,6 +30,7 @@ struct hs_config {
 	uint64_t ringbuf_bytes;
 	bool drops;			/* record kernel drops (skb:kfree_skb) */
 	bool floor;			/* empty programs at the same hooks: nothing recorded */
+	char *calibration;		/* --calibration: the file's JSON text, or NULL */
 	int verbose;
 };
 

@@ -29,5 +29,10 @@ const char *js_text(const struct js *j);	/* NULL if memory ran out */
 int js_utf8_valid(const char *s);	/* 1 when s is well-formed UTF-8 */
 /* the length of s cut to at most max bytes without splitting a UTF-8 character */
 size_t js_utf8_cut(const char *s, size_t max);
+/* json_check.c: 0 when text is one JSON object and nothing else; else -1 and
+ * why (with the byte offset). key not NULL: *val and *vlen are the raw bytes
+ * of that top-level member's string value (NULL: no such string member) */
+int js_check_object(const char *text, const char *key, const char **val, size_t *vlen,
+		    char *why, size_t whylen);
 
 #endif

@@ -20,7 +20,7 @@
 
 struct opts {
 	struct hs_config cfg;
-	const char *in, *out, *output, *backend, *xdp_mode;
+	const char *in, *out, *output, *backend, *xdp_mode, *calibration;
 	double duration;
 	uint64_t count;
 	int quiet;
@@ -48,8 +48,10 @@ static const char doc[] =
 "      stop after 100000 complete records; split both queues into their parts\n"
 "  hopscope record -n router -i r-s1 -O r-rx -o run.hsr --ready-fd 3 3>ready &\n"
 "      read -r line < ready   # blocks until every probe is attached (line: ready)\n"
+"  hopscope record -n router -i r-s1 -O r-rx -d 10 -o run.hsr --calibration cal.json\n"
+"      with the probe floor `hopscope calibrate -o cal.json` measured\n"
 "  hopscope describe run.hsr\n"
-"      what was recorded: counts, delays, counters, problems\n"
+"      what was recorded: counts, delays, counters, problems, error budget\n"
 "\n"
 "--ready-fd N: once every probe is attached and the file's header is written,\n"
 "the line `ready` goes to file descriptor N, which is then closed (a pipe's\n"
@@ -60,7 +62,7 @@ static const char doc[] =
 
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
-	OPT_READY_FD,
+	OPT_READY_FD, OPT_CALIBRATION,
 };
 
 static const struct argp_option options[] = {
@@ -80,6 +82,8 @@ static const struct argp_option options[] = {
 	  "what the hooks alone cost, the floor no tracer there can beat (bench/overhead)" },
 	{ "ready-fd", OPT_READY_FD, "N", 0, "write `ready` to file descriptor N once attached "
 	  "and the file header is written, then close it" },
+	{ "calibration", OPT_CALIBRATION, "FILE", 0, "carry this `hopscope calibrate` result "
+	  "into the file's header: describe and report show its floor beside the run's" },
 	{ "quiet", 'q', 0, 0, "no live line" },
 	{ "verbose", 'v', 0, 0, "libbpf debug output" },
 	{},
@@ -197,6 +201,7 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NODROPS: o->cfg.drops = false; break;
 	case OPT_BACKEND: o->backend = arg; break;
 	case OPT_FLOOR: o->cfg.floor = true; break;
+	case OPT_CALIBRATION: o->calibration = arg; break;
 	case OPT_READY_FD: {
 		long fd = strtol(arg, &end, 10);
 
@@ -218,6 +223,46 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		return ARGP_ERR_UNKNOWN;
 	}
 	return 0;
+}
+
+/* the text of a `hopscope calibrate` file, for the header; NULL: said why */
+static char *read_calibration(const char *path)
+{
+	enum { MAX = 1 << 20 };
+	char *text = malloc(MAX + 1), why[160];
+	const char *fmt;
+	size_t n, flen;
+	FILE *f = fopen(path, "re");
+
+	if (!f || !text) {
+		fprintf(stderr, "hopscope: --calibration %s: %s\n", path, strerror(errno));
+		goto fail;
+	}
+	n = fread(text, 1, MAX + 1, f);
+	if (ferror(f) || n > MAX) {
+		fprintf(stderr, "hopscope: --calibration %s: %s\n", path,
+			ferror(f) ? "cannot read it" : "larger than 1 MiB: not a calibration");
+		goto fail;
+	}
+	text[n] = 0;
+	if (memchr(text, 0, n) || !js_utf8_valid(text) ||
+	    js_check_object(text, "format", &fmt, &flen, why, sizeof(why))) {
+		fprintf(stderr, "hopscope: --calibration %s: not valid JSON: %s\n", path,
+			memchr(text, 0, n) || !js_utf8_valid(text) ? "not UTF-8 text" : why);
+		goto fail;
+	}
+	if (!fmt || flen != strlen(HS_CALIBRATION_FORMAT) || memcmp(fmt, HS_CALIBRATION_FORMAT, flen)) {
+		fprintf(stderr, "hopscope: --calibration %s: not written by hopscope calibrate "
+			"(no \"format\": \"%s\")\n", path, HS_CALIBRATION_FORMAT);
+		goto fail;
+	}
+	fclose(f);
+	return text;
+fail:
+	if (f)
+		fclose(f);
+	free(text);
+	return NULL;
 }
 
 static int privileged(void)
@@ -489,6 +534,8 @@ int hs_cmd_record(int argc, char **argv)
 		fprintf(stderr, "hopscope: --backend must be ebpf, kmod or auto\n");
 		return 2;
 	}
+	if (o.calibration && !(o.cfg.calibration = read_calibration(o.calibration)))
+		return 2;
 	if (!privileged()) {
 		fprintf(stderr, "hopscope: record needs root (CAP_SYS_ADMIN, or CAP_BPF + "
 			"CAP_PERFMON + CAP_NET_ADMIN)\n");
@@ -536,5 +583,6 @@ int hs_cmd_record(int argc, char **argv)
 	hs_writer_free(&run.w);
 	run.b->close(run.b);
 	hs_clock_facts_free(&clock);
+	free(o.cfg.calibration);
 	return err;
 }

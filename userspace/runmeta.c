@@ -276,6 +276,8 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	hs_drop_reasons_json(j);
 	hooks_json(j, b);
 	js_raw(j, "backend_info", js_text(&b->info));
+	if (cfg->calibration)
+		js_raw(j, "calibration", cfg->calibration);
 	js_u64(j, "slots_per_cpu", cfg->slots_per_cpu);
 	js_u64(j, "ringbuf_bytes", cfg->ringbuf_bytes);
 	js_u64(j, "record_size", sizeof(struct hs_record));
