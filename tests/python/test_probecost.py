@@ -11,25 +11,9 @@ from hopscope.analysis import budget
 from hopscope.record import header as h
 from hopscope.record.probecost import check, delay_floors, delay_stages, stage_costs
 from hopscope.record.reader import RecordFileError
-from hopscope.record.synth import write_synthetic
+from hopscope.record.synth import probe_cost, write_synthetic
 
 BUCKET = h.COST_BUCKET_NS
-
-
-def cost_of(samples):
-    """The struct hs_cost the BPF side would have summed from these samples."""
-    s = np.asarray(samples, np.int64)
-    hist = np.bincount(s[s < h.COST_BUCKETS * BUCKET] // BUCKET, minlength=h.COST_BUCKETS)
-    hist = [int(x) for x in np.trim_zeros(hist, "b")]
-    return {"n": len(s), "sum_ns": int(s.sum()),
-            "sum_sq": int((np.minimum(s, h.COST_SQ_CAP) ** 2).sum()),
-            "max_ns": int(s.max()), "over": int((s >= h.COST_BUCKETS * BUCKET).sum()),
-            "hist": hist}
-
-
-def probe_cost(**stages):
-    return {"sample_shift": h.COST_SAMPLE_SHIFT, "bucket_ns": BUCKET,
-            "sq_cap_ns": h.COST_SQ_CAP, "stages": {k: cost_of(v) for k, v in stages.items()}}
 
 
 RNG = np.random.default_rng(7)

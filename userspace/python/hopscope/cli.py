@@ -27,6 +27,8 @@ SUBCOMMANDS = {
                  "run every condition of a scenario x its repetitions, resumable; summary"),
     "throughput": ("hopscope.traffic.throughput",
                    "lossless throughput of each condition of a scenario (binary search)"),
+    "calibrate": ("hopscope.traffic.calibrate",
+                  "measure each probe's cost at a low constant rate, as JSON for record --calibration"),
     "scenario": ("hopscope.traffic.scenario.cli",
                  "check a scenario file (traffic/README.md), or run each condition once"),
 }

@@ -9,8 +9,11 @@ import math
 
 from ..record.format import DELAYS, STAGE_NAMES
 from ..record.hooks import hooks
+from ..record.calibration import calibrated_floor
 from ..record.probecost import delay_stages
 
+# below this many sampled packets a floor is said to rest on few
+FEW_SAMPLES = 30
 # delays whose two ends may be stamped on two CPUs (t1's and t4's, cross_cpu)
 _CROSS = {"d_oq", "transit", "d_qdisc"}
 
@@ -48,13 +51,14 @@ def instants(df):
 
 def delays(df):
     """One row per delay column: delay, span ("t1 -> t2"), floor_ns, spread_ns,
-    p99_floor_ns (bound), uncertainty_ns (spread with both ends' resolution),
+    p99_floor_ns (bound), samples, uncertainty_ns (spread with both ends' resolution),
     calibrated_ns (the --calibration file's floor, when carried), cross_cpu
     (records whose two ends were on two CPUs, for the delays that can be)."""
     a = df.attrs
     floors = a.get("probe_floor") or {}
     res = _resolution(a["clock"])
-    cal = ((a["header"].get("calibration") or {}).get("delays") or {})
+    cal = a.get("calibration")
+    enabled = set(df.columns)
     rows = []
     for col, later, earlier in DELAYS:
         if col not in df.columns:
@@ -63,24 +67,28 @@ def delays(df):
         unc = None
         if f and res is not None:
             unc = math.sqrt(f["spread_ns"] ** 2 + 2 * res ** 2)
-        c = cal.get(col) if isinstance(cal.get(col), dict) else {}
         rows.append({"delay": col, "span": f"{earlier} -> {later}",
-                     "probes": " + ".join(delay_stages(later, earlier, set(df.columns))),
+                     "probes": " + ".join(delay_stages(later, earlier, enabled)),
                      "floor_ns": f["floor_ns"] if f else None,
                      "spread_ns": f["spread_ns"] if f else None,
                      "p99_floor_ns": f["p99_ns"] if f else None,
+                     "samples": f["samples"] if f else 0,
                      "uncertainty_ns": unc,
-                     "calibrated_ns": c.get("floor_ns"),
+                     "calibrated_ns": cal and calibrated_floor(cal, later, earlier, enabled),
                      "cross_cpu": a["cross_cpu"] if col in _CROSS else 0})
     return rows
 
 
 def floor_note(row, unit="µs"):
-    """"probe floor 0.17 µs, spread ±0.05 µs" for a delays() row, or why not."""
+    """"probe floor 0.17 µs, spread ±0.05 µs" for a delays() row, or why not;
+    then the calibrated floor, when the file carries one."""
     if row["floor_ns"] is None:
-        return "probe floor not sampled in this file"
-    text = (f"probe floor {row['floor_ns'] / 1e3:.2f} {unit}, "
-            f"spread ±{row['spread_ns'] / 1e3:.2f} {unit}")
-    if isinstance(row["calibrated_ns"], (int, float)):
+        text = "probe floor not sampled in this file"
+    else:
+        text = (f"probe floor {row['floor_ns'] / 1e3:.2f} {unit}, "
+                f"spread ±{row['spread_ns'] / 1e3:.2f} {unit}")
+        if row["samples"] < FEW_SAMPLES:
+            text += f", from only {row['samples']} sampled packets"
+    if row["calibrated_ns"] is not None:
         text += f"; calibrated {row['calibrated_ns'] / 1e3:.2f} {unit}"
     return text

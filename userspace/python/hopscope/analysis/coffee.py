@@ -118,13 +118,20 @@ def idle_floor_ns(df, quantile=IDLE_QUANTILE):
     default testbed at 14000 pps, 6.6-7.2 µs on runs recording t0 as well
     (docs/measurements.md: 150-250 ns of each stage gap is the probe). None with fewer
     than IDLE_MIN_PACKETS such packets (a router never idle)."""
-    c = df.loc[(df["status"] == "complete").to_numpy(), ["t1", "t4", "d_iq"]]
-    if len(c) < IDLE_MIN_PACKETS:
-        return None
-    c = c.sort_values("t1", kind="stable")
-    t1, t4 = c["t1"].to_numpy(np.int64), c["t4"].to_numpy(np.int64)
-    last_exit = np.maximum.accumulate(t4)
-    idle = np.r_[False, t1[1:] > last_exit[:-1] + IDLE_GAP_NS]
+    c, idle = found_idle(df, ["t1", "t4", "d_iq"])
     if idle.sum() < IDLE_MIN_PACKETS:
         return None
     return int(np.quantile(c["d_iq"].to_numpy()[idle], quantile))
+
+
+def found_idle(df, columns=None):
+    """The complete packets (those columns, t1 and t4 among them) in t1 order,
+    and which of them arrived when no packet had been in the router for
+    IDLE_GAP_NS: they found it idle."""
+    c = df.loc[(df["status"] == "complete").to_numpy(), columns if columns else slice(None)]
+    c = c.sort_values("t1", kind="stable")
+    t1, t4 = c["t1"].to_numpy(np.int64), c["t4"].to_numpy(np.int64)
+    if not len(c):
+        return c, np.zeros(0, bool)
+    last_exit = np.maximum.accumulate(t4)
+    return c, np.r_[False, t1[1:] > last_exit[:-1] + IDLE_GAP_NS]

@@ -12,6 +12,7 @@ import pandas as pd
 
 from . import format as fmt
 from .format import DELAYS
+from . import calibration
 from .probecost import delay_floors, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
@@ -108,6 +109,10 @@ def to_dataframe(rf):
         else:
             out[name] = cols.copied[name] if name in cols.copied else cols.derived[name]
     df = pd.DataFrame(out, copy=False)
+    cal = rf.header.get("calibration")
+    why = None if cal is None else calibration.check(cal)
+    if why:
+        problems.append(f"the header's calibration is left out: {why}")
     rf.problems.extend(problems)
     clock = clock_facts(rf.header)
     df.attrs.update(header=rf.header, trailer=rf.trailer, counters=rf.counters,
@@ -116,7 +121,8 @@ def to_dataframe(rf):
                     clock=clock, clock_problems=clock_problems(clock, rf.header),
                     cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
                     probe_cost=probe_cost(rf.counters),
-                    probe_floor=delay_floors(rf.header, rf.counters))
+                    probe_floor=delay_floors(rf.header, rf.counters),
+                    calibration=None if why else cal)
     return df
 
 

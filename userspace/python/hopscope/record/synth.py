@@ -239,6 +239,23 @@ class _Writer:
         self.chunk(ctype, json.dumps(obj).encode())
 
 
+def probe_cost(**samples):
+    """A "probe_cost" object (docs/record-format.md) as the recorder would sum
+    it from these exit - entry samples (ns) per stage name."""
+    out = {}
+    for stage, v in samples.items():
+        s = np.asarray(v, np.int64)
+        top = header.COST_BUCKETS * header.COST_BUCKET_NS
+        hist = np.trim_zeros(np.bincount(s[s < top] // header.COST_BUCKET_NS,
+                                         minlength=header.COST_BUCKETS), "b")
+        out[stage] = {"n": len(s), "sum_ns": int(s.sum()),
+                      "sum_sq": int((np.minimum(s, header.COST_SQ_CAP) ** 2).sum()),
+                      "max_ns": int(s.max()), "over": int((s >= top).sum()),
+                      "hist": [int(x) for x in hist]}
+    return {"sample_shift": header.COST_SAMPLE_SHIFT, "bucket_ns": header.COST_BUCKET_NS,
+            "sq_cap_ns": header.COST_SQ_CAP, "stages": out}
+
+
 def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65536,
                     rate_pps=200_000, drop_fraction=0.002, inflight=3, flows_per_sender=2,
                     max_flows=None, snapshot_every=4, end=True, truncate_bytes=0,

@@ -1,0 +1,47 @@
+"""A calibration (record/calibration.py) made from a recording at a low
+constant rate with every optional stage on: each probe's cost, the floors of
+the core delays, and each delay of the packets that found the router idle."""
+import datetime
+
+import numpy as np
+
+from ..record import calibration as cal
+from ..record.probecost import delay_floors
+from .coffee import found_idle
+
+
+def idle_delays(df):
+    """Each delay over the complete packets that found the router idle:
+    probes and kernel together, the least a packet alone there takes."""
+    c, idle = found_idle(df)
+    out = {}
+    for col in (x for x in c.columns if x.startswith("d_") or x == "transit"):
+        v = c[col].to_numpy()[idle]
+        v = v[v == v]
+        if len(v):
+            out[col] = {"packets": int(len(v)), "min_ns": int(v.min()),
+                        "p50_ns": float(np.quantile(v, 0.5)),
+                        "p99_ns": float(np.quantile(v, 0.99))}
+    return out
+
+
+def make(df, traffic):
+    """The calibration of a loaded recording; ValueError when it has no
+    probe cost samples."""
+    a, h = df.attrs, df.attrs["header"]
+    costs = a.get("probe_cost")
+    if not costs:
+        raise ValueError("the recording has no probe cost samples (the kernel module "
+                         "backend does not sample them)")
+    return {
+        "format": cal.FORMAT, "version": cal.VERSION,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "hostname": h.get("hostname"), "kernel": (h.get("kernel") or {}).get("release"),
+        "backend": h.get("backend"), "clock": a["clock"], "traffic": traffic,
+        "records": int((df["status"] == "complete").sum()),
+        "stages": {s: {"floor_ns": c["mean_ns"], "spread_ns": c["sd_ns"], "p50_ns": c["p50_ns"],
+                       "p99_ns": c["p99_ns"], "max_ns": c["max_ns"], "samples": c["samples"]}
+                   for s, c in costs.items()},
+        "delays": delay_floors({"stages": []}, a["counters"]) or {},
+        "idle": idle_delays(df),
+    }
