@@ -4,6 +4,7 @@ stages inside it, and files whose probe_cost is malformed refused."""
 import math
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import hopscope
@@ -100,6 +101,21 @@ def test_a_file_carries_its_floor_to_load_and_budget(tmp_path):
     inst = {r["instant"]: r for r in budget.instants(df)}
     assert inst["t1"]["baseline_ns"] == 0
     assert inst["t4"]["baseline_ns"] == pytest.approx(T1.mean() + T2.mean() + T3.mean())
+
+
+def test_less_probe_columns_take_each_floor_off_its_delay(tmp_path):
+    p = tmp_path / "f.hsr"
+    write_synthetic(p, 500, probe_cost=probe_cost(t1=T1, t2=T2, t3=T3))
+    plain, less = hopscope.load(p), hopscope.load(p, less_probe=True)
+    assert "d_p_less_probe" not in plain.columns
+    for col in ("d_iq", "d_p", "d_oq", "transit"):
+        floor = less.attrs["probe_floor"][col]["floor_ns"]
+        pd.testing.assert_series_equal(less[f"{col}_less_probe"], plain[col] - floor,
+                                       check_names=False)
+    # without probe cost samples: no such column, nothing invented
+    q = tmp_path / "old.hsr"
+    write_synthetic(q, 100)
+    assert not [c for c in hopscope.load(q, less_probe=True).columns if "less_probe" in c]
 
 
 def test_a_file_with_malformed_probe_cost_is_refused(tmp_path):

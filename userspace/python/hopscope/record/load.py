@@ -39,7 +39,7 @@ _X86 = ("x86_64", "i386", "i486", "i586", "i686")
 BLOCK = 8192
 
 
-def load(path, verify=True, strict=False):
+def load(path, verify=True, strict=False, less_probe=False):
     """Load a record file (.hsr) into a DataFrame; see docs/record-format.md.
 
     verify: check the header's and every chunk's CRC32 (the default). A chunk
@@ -49,9 +49,16 @@ def load(path, verify=True, strict=False):
     strict: raise RecordFileError when any part of the file is not whole or
     not intact; by default every whole chunk is loaded, a RecordFileWarning
     says what was not, and df.attrs["truncated"] is set.
+    less_probe: add, for each delay with a probe floor, a float column
+    DELAY_less_probe: the delay minus the floor (the mean time the probes
+    spent inside it, df.attrs["probe_floor"]); an estimate of what the delay
+    would have been untraced, per packet only on average.
     """
     rf = RecordFile(path, verify=verify, strict=strict)
     df = to_dataframe(rf)
+    if less_probe:
+        for col, f in (df.attrs["probe_floor"] or {}).items():
+            df[f"{col}_less_probe"] = df[col] - f["floor_ns"]
     for note in rf.notes:
         warnings.warn(f"{rf.path}: {note}", RecordFileWarning, stacklevel=2)
     if rf.problems:
