@@ -112,11 +112,14 @@ def join(df, table, tmp):
 
 
 def counts(t):
-    """sent (D-ITG's log), recorded, complete, received (ITGRecv's log) and
-    lost: sent but without a complete record."""
-    complete = int((t["status"] == "complete").sum())
-    return {"sent": len(t), "recorded": int(t["recorded"].sum()), "complete": complete,
-            "received": int(t["received"].sum()), "lost": len(t) - complete}
+    """sent (D-ITG's log), recorded, complete, received (ITGRecv's log), lost:
+    sent but without a complete record, and not_received: complete but not
+    in ITGRecv's log (it closes the log when the sender says the flow ended,
+    before a queue behind the router has drained)."""
+    complete = t["status"] == "complete"
+    return {"sent": len(t), "recorded": int(t["recorded"].sum()), "complete": int(complete.sum()),
+            "received": int(t["received"].sum()), "lost": int((~complete).sum()),
+            "not_received": int((complete & ~t["received"]).sum())}
 
 
 def gaps(t, col):
