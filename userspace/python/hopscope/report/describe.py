@@ -25,7 +25,8 @@ def run(args, parser):
     if args.json:
         print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
                                             "problems", "clock", "clock_problems",
-                                            "cross_cpu", "probe_cost", "probe_floor")},
+                                            "cross_cpu", "probe_cost", "probe_floor",
+                                            "calibration")},
                          indent=2))
         return 0
     for label, text in describe(df):
