@@ -4,10 +4,10 @@ what each run counted (sent, received at the sink, complete records, the
 delays' percentiles and probe floor), the lossless-rate search, and the pure
 metrics the two report (tests/python/test_load_methods.py checks those).
 
-The generator is iperf3 (`-u -b RATE -l 200`, paced per packet:
-hopscope.traffic.generators.iperf.client_command): it reaches about 300 kpps
-on one vCPU here (docs/accuracy.md), where D-ITG's constant-rate sender
-(`-C`) reaches much less, and it reports the packets it sent.
+The generator is iperf3 (`-u -b RATE -l 200`, paced:
+hopscope.traffic.generators.iperf.client_command with a 1 µs pacing timer):
+about 226 kpps of 200 B on one vCPU here, where ITGSend tops out at about
+131 kpps (docs/measurements.md), and it reports the packets it sent.
 """
 import importlib.machinery
 import importlib.util
@@ -33,6 +33,7 @@ SIZE = 200                  # UDP payload, bytes
 IP_LEN = SIZE + 28          # the stream's IP length: the iperf3 handshake is not it
 PORT = 5201
 STAGES = ("d_iq", "d_p", "d_oq")
+PACING_US = 1
 SETTLE_S = 0.3              # after the sender: the last packets reach the sink
 
 
@@ -82,12 +83,20 @@ class Bed:
 
     def start_server(self):
         """iperf3's server in the receiver, for one test (killed at down())."""
+        for p in self.tb.procs:
+            p.poll()  # reaps the servers of earlier tests, which exited after theirs
         self.tb.spawn("receiver", *iperf.server_command(sender(1, 1)))
         time.sleep(0.3)
 
     def client(self, rate, seconds):
         """iperf3's client in sender1 on the senders' CPU: Popen, JSON on stdout."""
         cmd = iperf.client_command(sender(rate, seconds), self.receiver)
+        # iperf3 sends about one datagram per pacing tick: at client_command's
+        # 10 µs it reached 155 kpps here, at 1 µs 226 kpps (unpaced, -b 0: 298)
+        cmd[cmd.index("--pacing-timer") + 1] = str(PACING_US)
+        # no per-second reports: a long run's JSON would outgrow the pipe
+        # before a caller that waits (bench/soak) reads it
+        cmd += ["-i", "0"]
         return subprocess.Popen(["ip", "netns", "exec", self.prefix + "sender1", "taskset", "-c",
                                  self.cpu("sender"), *cmd], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
