@@ -88,9 +88,14 @@ class Bed:
         self.tb.spawn("receiver", *iperf.server_command(sender(1, 1)))
         time.sleep(0.3)
 
-    def client(self, rate, seconds):
-        """iperf3's client in sender1 on the senders' CPU: Popen, JSON on stdout."""
+    def client(self, rate, seconds, timed=False):
+        """iperf3's client in sender1 on the senders' CPU: Popen, JSON on stdout.
+        It sends rate x seconds packets, or with timed for seconds (a generator
+        held back by the shared machine then sends fewer, not for longer)."""
         cmd = iperf.client_command(sender(rate, seconds), self.receiver)
+        if timed:
+            k = cmd.index("-k")
+            cmd[k:k + 2] = ["-t", str(max(1, round(seconds)))]  # whole seconds
         # iperf3 sends about one datagram per pacing tick: at client_command's
         # 10 µs it reached 155 kpps here, at 1 µs 226 kpps (unpaced, -b 0: 298)
         cmd[cmd.index("--pacing-timer") + 1] = str(PACING_US)
