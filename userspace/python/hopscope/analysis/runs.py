@@ -10,15 +10,19 @@ import pandas as pd
 
 from .stats import stage_stats
 
-SUMMARY_STATS = ("count", "mean", "p50", "p99", "p99_9", "max")
+SUMMARY_STATS = ("count", "mean", "p50", "p99", "p99_9", "max", "probe_floor")
 # what a run counted besides its records (RunResult), carried into runs.csv
 RUN_COUNTS = ("sent", "received", "forwarded", "complete")
 
 
 def run_stats(df):
-    """{stage: {stat: value}} of one loaded run, for its metadata.json."""
+    """{stage: {stat: value}} of one loaded run, for its metadata.json; with
+    probe_floor, the delay's probe floor (None where the file has none)."""
     table = stage_stats(df).set_index("stage")
-    return {stage: {k: _plain(v) for k, v in table.loc[stage].items()} for stage in table.index}
+    floors = df.attrs.get("probe_floor") or {}
+    return {stage: {**{k: _plain(v) for k, v in table.loc[stage].items()},
+                    "probe_floor": (floors.get(stage) or {}).get("floor_ns")}
+            for stage in table.index}
 
 
 def _plain(v):

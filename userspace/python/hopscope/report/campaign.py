@@ -3,6 +3,7 @@
     runs.csv, runs.parquet        one row per run and stage
     summary.csv, summary.parquet  one row per condition and stage:
                                   STAT_mean and STAT_std over its runs
+                                  (probe_floor: the delay's probe floor)
     summary.pdf                   one page of plots (each stage's p50, p99,
                                   p99.9 and max per condition, mean over
                                   repetitions with their spread as error bars)
@@ -82,11 +83,12 @@ def _plots(pdf, summary, title):
 
 
 def _summary_rows(summary):
-    header = ["condition", "stage", "runs", "count", "mean", "p50", "p99", "p99.9", "max"]
+    header = ["condition", "stage", "runs", "count", "mean", "p50", "p99", "p99.9", "max",
+              "probe floor"]
     rows = []
     for _, r in summary.iterrows():
         cells = [r["condition"], r["stage"], f"{r['runs']}"]
-        for stat in ("count", "mean", "p50", "p99", "p99_9", "max"):
+        for stat in ("count", "mean", "p50", "p99", "p99_9", "max", "probe_floor"):
             scale = 1 if stat == "count" else US
             cells.append(_pm(r.get(f"{stat}_mean"), r.get(f"{stat}_std"), scale))
         rows.append(cells)

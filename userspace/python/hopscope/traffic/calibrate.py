@@ -26,9 +26,9 @@ from .scenario.load import ScenarioError, parse_scenario
 EXAMPLES = """examples:
   sudo hopscope calibrate -o cal.json
       10 s at 1000 pps of 200 B through a testbed of its own
-  sudo hopscope calibrate -o cal.json --netns router --in r-s1 --out r-rx --seconds 30
+  sudo hopscope calibrate -o cal.json --netns rtr --in eth1 --out eth2 --seconds 30
       a router you name; send a low constant rate through it meanwhile
-  sudo hopscope record -n router -i r-s1 -O r-rx -d 10 -o run.hsr --calibration cal.json
+  sudo hopscope record -n rtr -i eth1 -O eth2 -d 10 -o run.hsr --calibration cal.json
       a recording that carries it: `hopscope describe run.hsr` shows both floors
 """
 
