@@ -27,7 +27,7 @@ from hopscope.traffic import throughput  # noqa: E402
 from hopscope.traffic.counters import Counters  # noqa: E402
 from hopscope.traffic.generators import iperf  # noqa: E402
 from hopscope.traffic.scenario.load import Sender  # noqa: E402
-from hopscope.traffic.testbed import layout  # noqa: E402
+from hopscope.traffic.testbed import TestbedError, layout  # noqa: E402
 
 SIZE = 200                  # UDP payload, bytes
 IP_LEN = SIZE + 28          # the stream's IP length: the iperf3 handshake is not it
@@ -39,6 +39,12 @@ SETTLE_S = 0.3              # after the sender: the last packets reach the sink
 
 class BenchError(Exception):
     """A run could not be made (a tool failed); the message says which."""
+
+
+# what a failed run raises: tests/e2e/conftest.py's Testbed and Recorder fail
+# by assert; the scripts print these as one line and exit 1
+FAILURES = (BenchError, AssertionError, subprocess.CalledProcessError, TestbedError,
+            hopscope.RecordFileError)
 
 
 def sender(rate, seconds):
@@ -57,8 +63,12 @@ class Bed:
         self.tb = Testbed(prefix)
         self.prefix = prefix
         self.tb.down()
-        self.tb.up("--mode", "rps", "--sink")
-        self.lay = layout(prefix, live=True)
+        try:
+            self.tb.up("--mode", "rps", "--sink")
+            self.lay = layout(prefix, live=True)
+        except BaseException:
+            self.tb.down()
+            raise
         self.counters = Counters(self.lay, self.testbed)
         self.receiver = self.lay["interfaces"]["receiver"][0]["ipv4"]
 
@@ -81,11 +91,14 @@ class Bed:
                 "forwarded": s["router"]["r-rx"]["tx_packets"],
                 "received": s["sink"]["packets"]}
 
-    def start_server(self):
-        """iperf3's server in the receiver, for one test (killed at down())."""
+    def start_server(self, seconds):
+        """iperf3's server in the receiver, for one test of seconds (killed at down())."""
         for p in self.tb.procs:
             p.poll()  # reaps the servers of earlier tests, which exited after theirs
-        self.tb.spawn("receiver", *iperf.server_command(sender(1, 1)))
+        # the sink drops the data before the server could see it, and iperf3
+        # ends a test after --rcv-timeout (default 120 s) without data
+        self.tb.spawn("receiver", *iperf.server_command(sender(1, 1)),
+                      "--rcv-timeout", str(round((seconds + 60) * 1000)))
         time.sleep(0.3)
 
     def client(self, rate, seconds, timed=False):
@@ -135,7 +148,7 @@ def loadavg():
 
 def offer(bed, rate, seconds, path):
     """One recorded run: rate pps for seconds. Returns its numbers (run_metrics)."""
-    bed.start_server()
+    bed.start_server(seconds)
     rec = bed.recorder(path)
     try:
         before = bed.snapshot()
@@ -247,28 +260,30 @@ def level_summary(runs):
     return out
 
 
-def window_counts(bounds_ns, t1_ns, complete):
-    """Complete records per window (bounds[i], bounds[i+1]], by their t1;
-    sums over a file's chunks."""
+def window_counts(bounds_ns, t1_ns, whole):
+    """Records per window (bounds[i], bounds[i+1]], by their t1, of those
+    marked whole; sums over a file's chunks."""
     bounds = np.asarray(bounds_ns, dtype=np.int64)
     n = len(bounds) - 1
     idx = np.searchsorted(bounds, np.asarray(t1_ns, dtype=np.int64), side="left") - 1
-    ok = (idx >= 0) & (idx < n) & np.asarray(complete, dtype=bool)
+    ok = (idx >= 0) & (idx < n) & np.asarray(whole, dtype=bool)
     return np.bincount(idx[ok], minlength=max(n, 0))[:n]
 
 
 def windows(bounds_ns, entered, done):
     """Completeness per window from the records and the counters: done[i]
-    complete records (window_counts) against the packets the tracer saw
-    enter meanwhile; entered: its cumulative count at each edge."""
+    whole records (window_counts: complete, or dropped by the router with
+    every stage up to the drop) against the packets the tracer saw enter
+    meanwhile; entered: its cumulative count at each edge."""
     came = np.diff(np.asarray(entered, dtype=np.int64))
-    return [{"start_ns": int(bounds_ns[i]), "entered": int(came[i]), "complete": int(done[i]),
+    return [{"start_ns": int(bounds_ns[i]), "entered": int(came[i]), "whole": int(done[i]),
              "completeness": complete_share(int(done[i]), int(came[i]))}
             for i in range(len(came))]
 
 
-# counters of packets that entered the tracer but got no complete record
-LOSS = ("dropped", "evicted", "other_out", "race", "rb_fail", "xdp_meta_fail", "prog_misses")
+# counters of packets that entered the tracer but got no whole record (a
+# packet the router dropped has one: its status says so, with the reason)
+LOSS = ("evicted", "other_out", "race", "rb_fail", "xdp_meta_fail", "prog_misses")
 
 
 def traced(counters):
@@ -308,9 +323,10 @@ def edge_losses(edges):
 
 
 def late_loss(wins, losses, tolerance=0.0):
-    """Windows that lost packets: completeness under 1 - tolerance, or a loss
-    counter (evicted, ring buffer full, ...) that moved in it. losses: per
-    window, {counter: delta}. Returns the bad windows' indexes."""
+    """Windows where the tracer lost packets: completeness under 1 -
+    tolerance, or a loss counter (evicted, ring buffer full, ...) that moved
+    in it. losses: per window, {counter: delta}. Returns the bad windows'
+    indexes."""
     bad = []
     for i, (w, lost) in enumerate(zip(wins, losses)):
         c = w["completeness"]

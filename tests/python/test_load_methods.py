@@ -47,7 +47,7 @@ def test_lossless_needs_every_packet_received_and_complete():
     assert not loadlib.lossless({"sent": 0, "received": 0, "complete": 0})
 
 
-def test_windows_count_records_by_t1_right_closed():
+def test_windows_count_whole_records_by_t1_right_closed():
     bounds = [1000, 2000, 3000]
     t1 = [999, 1000, 1001, 2000, 2001, 2500, 3001]  # before, on the edges, after
     done = loadlib.window_counts(bounds, t1, [True] * len(t1))
@@ -125,3 +125,10 @@ def test_memory_that_keeps_growing_is_not_bounded():
 
 def test_too_few_samples_are_not_judged_bounded():
     assert not loadlib.growth([0, 10, 20], [1, 1, 1])["bounded"]
+
+
+def test_a_drop_the_router_made_and_hopscope_recorded_is_not_tracer_loss():
+    a, b = snap(10, 100), snap(20, 200)
+    b["counters"]["dropped"] = 4  # the kernel dropped them; their records say where and why
+    assert loadlib.edge_losses([(10, a), (20, b)]) == [
+        {**dict.fromkeys(loadlib.LOSS, 0), "records_not_stored": 0}]
