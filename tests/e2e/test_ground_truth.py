@@ -1,5 +1,6 @@
 """hopscope's delay values against ground truth it does not produce: two
-tcpdump captures on the router, and a token bucket's physics. Each test also
+tcpdump captures on the router, the kernel's own tracepoints recorded by
+perf, and a token bucket's physics. Each test also
 computes its metrics with a wrong stage in place of the right one and
 requires them to fail (docs/accuracy.md; bench/ground_truth measures more
 rates and sizes)."""
@@ -7,7 +8,8 @@ import pytest
 
 import hopscope
 from captures import Capture, join_taps, read_pcap, send_udp, tap_agreement, tbf_physics
-from conftest import Recorder, namespaced_testbed
+from conftest import TESTBED, Recorder, namespaced_testbed, sh
+from kernel_events import PAYLOAD, KernelEvents, event_order, packets
 
 P = "hst-gt-"
 RX4 = "198.18.3.2"
@@ -55,6 +57,32 @@ def test_two_captures_agree_with_t4_minus_t0(tb, started, tmp_path):
     assert t1["span_shorter"] > 0.5 * t1["packets"], t1
     t3 = tap_agreement(joined, df.attrs["header"]["mono_to_realtime_ns"], last="t3")
     assert t3["impossible"] > 0.5 * t3["packets"], t3
+
+
+def test_kernel_events_bracket_t1_t2_t3(tb, started, tmp_path):
+    tb.up("--sink")
+    cpu = sh("env", f"HS_PREFIX={P}", TESTBED, "cpu", "router").stdout.strip()
+    events = KernelEvents(str(tmp_path / "perf.data"), busy_cpu=cpu)
+    started.append(events)
+    rec = Recorder(tmp_path / "ke.hsr", "-q", prefix=P)
+    started.append(rec)
+    send_udp(P + "sender1", RX4, 4000, PAYLOAD, pps=5000)
+    got, lost = events.stop()
+    rec.stop()
+    df = hopscope.load(rec.out)
+    pk = packets(got, "r-s1", "r-rx")
+    ok = event_order(df, pk)
+    # perf may lose events on a busy machine (it says so): fewer pairs, never disorder
+    assert ok["records"] >= 3900 and ok["paired"] >= (0.5 if lost else 0.9) * ok["records"], \
+        (ok, lost)
+    assert ok["with_lookup"] >= 0.9 * ok["paired"], ok
+    assert ok["receive_after_t1"] == ok["lookup_outside_t2_t3"] == ok["queue_outside_t3_t4"] \
+        == 0, ok
+    # the bounds' power: t2 and t3 swapped, or t3 in t4's place, are out of order
+    swapped = event_order(df, pk, t2="t3", t3="t2")
+    assert swapped["lookup_outside_t2_t3"] == swapped["with_lookup"], swapped
+    late = event_order(df, pk, t3="t4")
+    assert late["queue_outside_t3_t4"] == late["paired"], late
 
 
 def test_tbf_departures_and_queue_wait_follow_the_rate(tb, started, tmp_path):
