@@ -21,6 +21,7 @@ import time
 import numpy as np
 import pandas as pd
 
+from hopscope.record.format import DELAYS, STAGE_NAMES
 from hopscope.traffic import truth
 from hopscope.traffic.generators import ditg
 
@@ -29,11 +30,9 @@ SENDER = "198.18.1.2"
 DPORT = 9999
 RES_NS = 1000  # D-ITG's log resolution: one microsecond
 # the stages in kernel order; a record's enabled ones must be too
-ORDER = ("t0", "t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4")
+ORDER = STAGE_NAMES
 # derived column: (later stage, earlier stage) it must equal exactly
-DERIVED = {"d_rxq": ("t1", "t0"), "d_iq": ("t2", "t1"), "d_p": ("t3", "t2"),
-           "d_oq": ("t4", "t3"), "transit": ("t4", "t1"), "d_opath": ("t_tceg", "t3"),
-           "d_qdisc": ("t4", "t_tceg")}
+DERIVED = {col: (later, earlier) for col, later, earlier in DELAYS}
 # parent: its parts, which must add up to it exactly
 PARTS = {"transit": ("d_iq", "d_p", "d_oq"), "d_oq": ("d_opath", "d_qdisc")}
 
