@@ -11,6 +11,7 @@ from ..record.format import DELAYS, STAGE_NAMES
 from ..record.hooks import hooks
 from ..record.calibration import calibrated_floor
 from ..record.probecost import delay_stages
+from .calibration import idle_delays
 
 # below this many sampled packets a floor is said to rest on few
 FEW_SAMPLES = 30
@@ -53,8 +54,11 @@ def delays(df):
     """One row per delay column: delay, span ("t1 -> t2"), floor_ns, spread_ns,
     p99_floor_ns (bound), samples, uncertainty_ns (spread with both ends' resolution),
     calibrated_ns (the --calibration file's floor, when carried), cross_cpu
-    (records whose two ends were on two CPUs, for the delays that can be)."""
+    (records whose two ends were on two CPUs, for the delays that can be),
+    idle (p50_ns and packets of the delay over the packets that found the
+    router idle: probes and kernel together; None when none did)."""
     a = df.attrs
+    idle = idle_delays(df)
     floors = a.get("probe_floor") or {}
     res = _resolution(a["clock"])
     cal = a.get("calibration")
@@ -75,7 +79,8 @@ def delays(df):
                      "samples": f["samples"] if f else 0,
                      "uncertainty_ns": unc,
                      "calibrated_ns": cal and calibrated_floor(cal, later, earlier, enabled),
-                     "cross_cpu": a["cross_cpu"] if col in _CROSS else 0})
+                     "cross_cpu": a["cross_cpu"] if col in _CROSS else 0,
+                     "idle": idle.get(col)})
     return rows
 
 

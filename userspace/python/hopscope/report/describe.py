@@ -114,10 +114,12 @@ def budget_lines(df):
     for r in budget.delays(df):
         cross = (f"; {r['cross_cpu']} records across CPUs add the TSC offset"
                  if r["cross_cpu"] else "")
+        idle = (f"; {r['idle']['packets']} packets that found the router idle: p50 "
+                f"{_us(r['idle']['p50_ns'])}" if r["idle"] else "")
         out.append(("budget", f"{r['delay']} ({r['span']}, probes {r['probes'] or 'none'}): "
                               f"floor {_us(r['floor_ns'])}, spread {_us(r['spread_ns'], '±')}, "
                               f"p99 floor <= {_us(r['p99_floor_ns'])}, uncertainty "
-                              f"{_us(r['uncertainty_ns'], '±')}{cross}"))
+                              f"{_us(r['uncertainty_ns'], '±')}{cross}{idle}"))
     pc = df.attrs.get("probe_cost")
     if pc:
         n = max(c["samples"] for c in pc.values())
