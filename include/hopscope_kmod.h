@@ -4,7 +4,7 @@
  *
  * One recording per open file, one open file at a time, CAP_NET_ADMIN only:
  *   open -> HS_IOC_CONFIGURE -> HS_IOC_START -> read()... -> HS_IOC_STOP
- *   -> read() until it returns 0 -> HS_IOC_COUNTERS -> close.
+ *   -> read() until it returns 0 -> HS_IOC_COUNTERS, HS_IOC_COST -> close.
  * read() returns whole struct hs_record (include/hopscope.h), never part of
  * one: the buffer must hold at least one. poll() says POLLIN when records are
  * waiting. After HS_IOC_STOP, read() first drains the queue, then hands over
@@ -19,7 +19,7 @@
 #include "hopscope.h"
 
 #define HS_KMOD_DEVICE		"/dev/hopscope"
-#define HS_KMOD_ABI		1
+#define HS_KMOD_ABI		2	/* 2: HS_IOC_COST */
 #define HS_KMOD_MAX_SLOTS	(1u << 18)	/* all CPUs together: memory stays bounded */
 #define HS_KMOD_MAX_RING	(1u << 19)	/* records */
 
@@ -62,11 +62,18 @@ struct hs_kmod_counters {
 	__u64 c[HS_C_NCOUNTERS];	/* enum hs_counter, summed over CPUs */
 };
 
+/* the probes' own cost by stage (struct hs_cost in hopscope.h), summed over
+ * CPUs, max_ns the largest; sampled on the eBPF backend's rule */
+struct hs_kmod_cost {
+	struct hs_cost c[HS_NSTAGES];
+};
+
 #define HS_KMOD_IOC_MAGIC	'h'
 #define HS_IOC_INFO		_IOR(HS_KMOD_IOC_MAGIC, 1, struct hs_kmod_info)
 #define HS_IOC_CONFIGURE	_IOW(HS_KMOD_IOC_MAGIC, 2, struct hs_kmod_config)
 #define HS_IOC_START		_IO(HS_KMOD_IOC_MAGIC, 3)
 #define HS_IOC_STOP		_IO(HS_KMOD_IOC_MAGIC, 4)
 #define HS_IOC_COUNTERS		_IOR(HS_KMOD_IOC_MAGIC, 5, struct hs_kmod_counters)
+#define HS_IOC_COST		_IOR(HS_KMOD_IOC_MAGIC, 6, struct hs_kmod_cost)
 
 #endif /* HOPSCOPE_KMOD_H */

@@ -143,10 +143,11 @@ static long hs_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 		struct hs_kmod_config cfg;
 		struct hs_kmod_info info;
 		struct hs_kmod_counters counters;
+		struct hs_kmod_cost cost;
 	} *u;
 	long err = 0;
 
-	/* 232 bytes of counters: off the stack */
+	/* over 4 KiB of probe cost: off the stack */
 	u = kzalloc(sizeof(*u), GFP_KERNEL);
 	if (!u)
 		return -ENOMEM;
@@ -185,6 +186,11 @@ static long hs_ioctl(struct file *f, unsigned int cmd, unsigned long arg)
 	case HS_IOC_COUNTERS:
 		hs_counters_sum(s, &u->counters);
 		if (copy_to_user(uarg, &u->counters, sizeof(u->counters)))
+			err = -EFAULT;
+		break;
+	case HS_IOC_COST:
+		hs_cost_sum(s, &u->cost);
+		if (copy_to_user(uarg, &u->cost, sizeof(u->cost)))
 			err = -EFAULT;
 		break;
 	default:

@@ -7,9 +7,10 @@
  */
 #include "session.h"
 
-/* the input fields of a packet's slot, stamped at st (t0 or t1) on this CPU */
-static void hs_stamp_input(struct hs_session *s, struct hs_slot *slot,
-			   const struct sk_buff *skb, enum hs_stage st, u64 now)
+/* the input fields of a packet's slot, stamped at st (t0 or t1) on this CPU;
+ * the packet's seq */
+static u64 hs_stamp_input(struct hs_session *s, struct hs_slot *slot,
+			  const struct sk_buff *skb, enum hs_stage st, u64 now)
 {
 	u32 cpu = raw_smp_processor_id();
 
@@ -17,6 +18,7 @@ static void hs_stamp_input(struct hs_session *s, struct hs_slot *slot,
 	slot->r.seq = hs_seq(cpu, this_cpu_inc_return(s->pcpu->arrivals));
 	slot->r.cpu_in = cpu;
 	slot->r.in_ifindex = skb->dev->ifindex;
+	return slot->r.seq;
 }
 
 void hs_probe_netif_rx(void *data, struct sk_buff *skb)
@@ -39,6 +41,10 @@ void hs_probe_netif_rx(void *data, struct sk_buff *skb)
 	slot->r = r;
 	hs_stamp_input(s, slot, skb, HS_T0, now);
 	hs_slot_unlock(b, flags);
+	/* t1 gives the packet its seq anew: sampled as often, at random (the
+	 * probe runs with preemption off: this CPU's state) */
+	if (hs_cost_sampled(prandom_u32_state(this_cpu_ptr(&s->pcpu->rnd))))
+		hs_cost_add(s, HS_T0, now);
 }
 
 void hs_probe_receive(void *data, struct sk_buff *skb)
@@ -47,7 +53,7 @@ void hs_probe_receive(void *data, struct sk_buff *skb)
 	struct hs_bucket *b;
 	struct hs_slot *slot;
 	unsigned long flags;
-	u64 now;
+	u64 now, seq;
 	int err;
 
 	if (!hs_dev_in(s, skb->dev))
@@ -74,6 +80,8 @@ void hs_probe_receive(void *data, struct sk_buff *skb)
 		slot = hs_slot_new(s, skb, now, &b, &flags);
 		slot->r = r;
 	}
-	hs_stamp_input(s, slot, skb, HS_T1, now);
+	seq = hs_stamp_input(s, slot, skb, HS_T1, now);
 	hs_slot_unlock(b, flags);
+	if (hs_cost_sampled(seq))
+		hs_cost_add(s, HS_T1, now);
 }

@@ -26,11 +26,17 @@ static unsigned int hs_nf_stamp(void *priv, struct sk_buff *skb, const struct nf
 {
 	const struct hs_nf_stamp *h = &hs_nf_stamps[st->hook];
 	struct hs_session *s = priv;
+	u64 now = ktime_get_ns(), seq;
 
-	if (hs_slot_stamp(s, skb, h->stage, ktime_get_ns()))
-		hs_count(s, h->hit);
-	else if (h->miss != HS_C_NCOUNTERS)
-		hs_count(s, h->miss);
+	seq = hs_slot_stamp(s, skb, h->stage, now);
+	if (!seq) {
+		if (h->miss != HS_C_NCOUNTERS)
+			hs_count(s, h->miss);
+		return NF_ACCEPT;
+	}
+	hs_count(s, h->hit);
+	if (hs_cost_sampled(seq))
+		hs_cost_add(s, h->stage, now);
 	return NF_ACCEPT;
 }
 

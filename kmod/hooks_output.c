@@ -10,9 +10,17 @@
 void hs_probe_queue(void *data, struct sk_buff *skb)
 {
 	struct hs_session *s = data;
+	u64 now, seq;
 
-	if (hs_dev_out(s, skb->dev) && hs_slot_stamp(s, skb, HS_TCEG, ktime_get_ns()))
-		hs_count(s, HS_C_OPT_PKTS);
+	if (!hs_dev_out(s, skb->dev))
+		return;
+	now = ktime_get_ns();
+	seq = hs_slot_stamp(s, skb, HS_TCEG, now);
+	if (!seq)
+		return;
+	hs_count(s, HS_C_OPT_PKTS);
+	if (hs_cost_sampled(seq))
+		hs_cost_add(s, HS_TCEG, now);
 }
 
 void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_device *dev)
@@ -22,7 +30,7 @@ void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_devic
 	struct hs_slot *slot;
 	unsigned long flags;
 	bool traced;
-	u64 now;
+	u64 now, seq;
 
 	if (!dev || dev_net(dev) != READ_ONCE(s->net))
 		return;
@@ -38,6 +46,7 @@ void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_devic
 	slot->r.t[HS_T4] = now;
 	slot->r.out_ifindex = dev->ifindex;
 	slot->r.cpu_out = raw_smp_processor_id();
+	seq = slot->r.seq;
 	if (traced) {
 		hs_count(s, HS_C_OUT_PKTS);
 		hs_slot_emit(s, slot, HS_ST_COMPLETE);
@@ -45,4 +54,7 @@ void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_devic
 		hs_slot_emit(s, slot, HS_ST_OTHER_OUT);
 	}
 	hs_slot_unlock(b, flags);
+	/* after t4: in no delay, but what the probe costs the packet's sender */
+	if (hs_cost_sampled(seq))
+		hs_cost_add(s, HS_T4, now);
 }

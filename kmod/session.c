@@ -128,6 +128,7 @@ int hs_session_configure(struct hs_session *s, const struct hs_kmod_config *cfg)
 	}
 	for_each_possible_cpu(cpu)
 		memset(per_cpu_ptr(s->pcpu, cpu), 0, sizeof(struct hs_pcpu));
+	prandom_seed_full_state(&s->pcpu->rnd);
 	s->n_in = cfg->n_in;
 	s->n_out = cfg->n_out;
 	s->stages = cfg->stages;

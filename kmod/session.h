@@ -11,6 +11,7 @@
 #include <linux/netdevice.h>
 #include <linux/netfilter.h>
 #include <linux/percpu.h>
+#include <linux/prandom.h>
 #include <linux/skbuff.h>
 #include <linux/spinlock.h>
 #include <linux/version.h>
@@ -47,6 +48,8 @@ struct hs_ring {
 struct hs_pcpu {
 	u64 arrivals;			/* seq's per-CPU count (hs_seq) */
 	u64 c[HS_C_NCOUNTERS];
+	struct rnd_state rnd;		/* t0 samples its cost at random: t1 replaces its seq */
+	struct hs_cost cost[HS_NSTAGES];
 };
 
 enum hs_state { HS_IDLE, HS_CONFIGURED, HS_RUNNING, HS_STOPPED };
@@ -89,6 +92,12 @@ struct hs_session {
 #define HS_BOUNCE_RECORDS 64
 
 #define hs_count(s, idx) this_cpu_inc((s)->pcpu->c[idx])
+
+/* the packets whose probe cost is sampled, by their seq (include/hopscope.h) */
+static inline bool hs_cost_sampled(u64 seq)
+{
+	return !(seq & (BIT_ULL(HS_COST_SAMPLE_SHIFT) - 1));
+}
 
 static inline bool hs_ifindex_in(const int *set, u32 n, int ifindex)
 {
@@ -134,7 +143,7 @@ struct hs_slot *hs_slot_find_fwd(struct hs_session *s, const struct sk_buff *skb
 				 struct hs_bucket **b, unsigned long *flags);
 struct hs_slot *hs_slot_new(struct hs_session *s, const struct sk_buff *skb, u64 now,
 			    struct hs_bucket **b, unsigned long *flags);
-bool hs_slot_stamp(struct hs_session *s, const struct sk_buff *skb, enum hs_stage st, u64 now);
+u64 hs_slot_stamp(struct hs_session *s, const struct sk_buff *skb, enum hs_stage st, u64 now);
 void hs_slot_emit(struct hs_session *s, struct hs_slot *slot, u8 status);
 void hs_slot_free(struct hs_slot *slot);
 u32 hs_slots_drain(struct hs_session *s, struct hs_record *out, u32 max);
@@ -151,6 +160,8 @@ void hs_count_parse(struct hs_session *s, int err, u8 flags);
 /* counters.c */
 void hs_counters_sum(struct hs_session *s, struct hs_kmod_counters *out);
 void hs_count_emitted(struct hs_session *s, u8 status, bool queued);
+void hs_cost_add(struct hs_session *s, enum hs_stage st, u64 entry);
+void hs_cost_sum(struct hs_session *s, struct hs_kmod_cost *out);
 
 /* tracepoints.c */
 enum hs_tp_id { HS_TP_NETIF_RX, HS_TP_RECEIVE, HS_TP_QUEUE, HS_TP_XMIT, HS_TP_KFREE, HS_TP_N };

@@ -99,19 +99,22 @@ struct hs_slot *hs_slot_find_fwd(struct hs_session *s, const struct sk_buff *skb
 	return NULL;
 }
 
-/* a later stage: stamp the packet's slot, if it has one (false: it has none) */
-bool hs_slot_stamp(struct hs_session *s, const struct sk_buff *skb, enum hs_stage st, u64 now)
+/* a later stage: stamp the packet's slot, if it has one; its seq, 0 when it
+ * has none (arrival counts start at 1) */
+u64 hs_slot_stamp(struct hs_session *s, const struct sk_buff *skb, enum hs_stage st, u64 now)
 {
 	struct hs_bucket *b;
 	struct hs_slot *slot;
 	unsigned long flags;
+	u64 seq;
 
 	slot = hs_slot_find_fwd(s, skb, &b, &flags);
 	if (!slot)
-		return false;
+		return 0;
 	slot->r.t[st] = now;
+	seq = slot->r.seq;
 	hs_slot_unlock(b, flags);
-	return true;
+	return seq;
 }
 
 struct hs_slot *hs_slot_new(struct hs_session *s, const struct sk_buff *skb, u64 now,

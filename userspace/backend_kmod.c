@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The kernel module backend: drives /dev/hopscope (kmod/, ABI in
- * include/hopscope_kmod.h). Same records and counters as the eBPF backend;
- * the module joins the stages by skb address and queues one record per
- * packet, read here in batches.
+ * include/hopscope_kmod.h). Same records, counters and probe cost samples as
+ * the eBPF backend; the module joins the stages by skb address and queues
+ * one record per packet, read here in batches.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -268,6 +268,17 @@ static int kmod_counters(struct hs_backend *b, uint64_t *out)
 	return 0;
 }
 
+static int kmod_cost(struct hs_backend *b, struct hs_cost *out)
+{
+	struct kmod *k = b->priv;
+	struct hs_kmod_cost c;
+
+	if (ioctl(k->fd, HS_IOC_COST, &c))
+		return -errno;
+	memcpy(out, c.c, sizeof(c.c));
+	return 0;
+}
+
 static int kmod_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 {
 	struct kmod *k = b->priv;
@@ -306,6 +317,7 @@ struct hs_backend *hs_backend_kmod(void)
 		.open = kmod_open,
 		.poll = kmod_poll,
 		.counters = kmod_counters,
+		.cost = kmod_cost,
 		.stop = kmod_stop,
 		.close = kmod_close,
 	};
