@@ -100,15 +100,17 @@ reader() {
 	rpid=$!
 	wait_file /tmp/$name.ready || { echo "reader $name did not start:"; cat /tmp/$name.err; }
 }
-# reader_stop: SIGINT, wait, leave its two summary lines in $hsread and $hscount
+# reader_stop: SIGINT, wait, leave its summary lines in $hsread, $hscount, $hscost
 reader_stop() {
 	kill -INT $rpid 2>/dev/null
 	wait $rpid
 	rrc=$?
 	hsread=$(grep '^HSREAD' /tmp/$name.out)
 	hscount=$(grep '^HSCOUNT' /tmp/$name.out)
+	hscost=$(grep '^HSCOST' /tmp/$name.out)
 	echo "  $name (rc $rrc): $hsread"
 	echo "  $hscount"
+	echo "  $hscost"
 	[ -s /tmp/$name.err ] && sed 's/^/  stderr: /' /tmp/$name.err
 }
 send() { in_ns sender1 hs_udp send "$@" | sed -n 's/^sent //p'; }
@@ -141,6 +143,14 @@ test_forwarding() {
 		"$(val "$hsread" dropped)$(val "$hsread" evicted)$(val "$hscount" rb_fail)" = 000
 	expect counters_agree "counter complete $(val "$hscount" complete), out_pkts $(val "$hscount" out_pkts)" \
 		"$(val "$hscount" complete)" = 4000 -a "$(val "$hscount" out_pkts)" = 4000
+	# every stage samples its probe's cost: t0 at random, the others on the
+	# packets whose seq is sampled, each stage on those that reached it
+	n0=$(val "$hscost" t0_n) n1=$(val "$hscost" t1_n) n2=$(val "$hscost" t2_n)
+	nf=$(val "$hscost" t_fwd_n) n3=$(val "$hscost" t3_n) ne=$(val "$hscost" t_tceg_n)
+	n4=$(val "$hscost" t4_n)
+	expect probe_cost_every_stage "$hscost; complete records sampled $(val "$hsread" sampled)" \
+		"$n4" = "$(val "$hsread" sampled)" -a "$n4" -gt 0 -a "$n0" -gt 0 -a "$ne" -ge "$n4" -a \
+		"$n3" -ge "$ne" -a "$nf" -ge "$n3" -a "$n2" -ge "$nf" -a "$n1" -ge "$n2"
 }
 
 # a packet tap on both router interfaces (as tcpdump): the tap shares each
@@ -334,7 +344,19 @@ test_cli() {
 		eval c_$be=$c
 		expect cli_$be "hopscope record --backend $be: complete $c of $s" "$c" = 2000
 		[ "$c" = 2000 ] || tail -n 8 /tmp/cli-$be.err | sed 's/^/  stderr: /'
+		echo "  $be: $(hs_hsrcost /tmp/$be.hsr)"
 	done
+	# the module's file (auto picks it without the link) carries its probes'
+	# cost, sampled at every stage on the same packets: at t4 on exactly the
+	# complete records whose seq is a multiple of 2^HS_COST_SAMPLE_SHIFT
+	kf=/tmp/kmod.hsr
+	[ "$backends" = auto ] && kf=/tmp/auto.hsr
+	line=$(hs_hsrcost $kf)
+	n1=$(val "$line" t1_n) n2=$(val "$line" t2_n) n3=$(val "$line" t3_n) n4=$(val "$line" t4_n)
+	expect kmod_probe_cost "$line" "$(val "$line" end)" = 1 -a \
+		"$(echo " $line " | sed -n 's/.* backend=\([a-z]*\) .*/\1/p')" = kmod -a \
+		"$(val "$line" sampled)" -gt 0 -a "$n4" = "$(val "$line" sampled)" -a \
+		"$n3" -ge "$n4" -a "$n2" -ge "$n3" -a "$n1" -ge "$n2" -a "$(val "$line" hist_ok)" = 1
 	# both branches print the same check names: the host counts them
 	if [ "$backends" = "kmod ebpf" ]; then
 		expect backends_agree "kmod $c_kmod, ebpf $c_ebpf" "$c_kmod" = "$c_ebpf"

@@ -2,12 +2,15 @@
 /*
  * The QEMU guest's check of the module and of userspace/backend_kmod.c: records
  * through the backend exactly as `hopscope record --backend kmod` does, then
- * checks every record and prints one summary line and the counters:
+ * checks every record and prints one summary line, the counters and the
+ * probe cost samples by stage:
  *   HSREAD records=.. complete=.. dropped=.. evicted=.. inflight=.. other_out=..
- *          v6=.. bad_order=.. dup_seq=.. zero_key=.. drop_t2=.. other=..
+ *          v6=.. bad_order=.. dup_seq=.. zero_key=.. drop_t2=.. other=.. sampled=..
  * With --port P the per-record figures count the test's UDP flow to port P
- * only; the router's own chatter (MLD, RS) goes to other=.
+ * only; the router's own chatter (MLD, RS) goes to other=. sampled= counts the
+ * complete records of every flow whose seq the probes sample their cost on.
  *   HSCOUNT name=value ...
+ *   HSCOST STAGE_n=.. [STAGE_mean_ns=.. STAGE_max_ns=..] ... (every stage)
  * Runs in the router's netns (ip netns exec router hs_reader ...), or with
  * --netns NAME enters it only to start the recording and goes back, so that
  * the netns can be deleted under a running recording. Stops on SIGINT or SIGTERM. Exit: 0 ok, 1 error, 2 usage, 3 open refused (EPERM/EACCES),
@@ -35,7 +38,7 @@ static volatile sig_atomic_t stop;
 struct stats {
 	uint32_t stages;
 	int port;
-	unsigned long other;
+	unsigned long other, sampled;
 	unsigned long by_status[HS_ST_OTHER_OUT + 1], records, v6, bad_order, zero_key, drop_t2;
 	uint64_t *seqs;
 	size_t nseq, capseq;
@@ -66,6 +69,8 @@ static int on_record(void *ctx, const struct hs_record *r)
 {
 	struct stats *st = ctx;
 
+	if (r->status == HS_ST_COMPLETE && !(r->seq & ((1u << HS_COST_SAMPLE_SHIFT) - 1)))
+		st->sampled++;
 	if (st->port && (r->proto != IPPROTO_UDP || r->dport != st->port)) {
 		st->other++;
 		return 0;
@@ -189,7 +194,9 @@ int main(int argc, char **argv)
 	struct hs_config cfg = { .stages = HS_STAGES_CORE, .drops = true };
 	struct stats st = {};
 	uint64_t c[HS_C_NCOUNTERS];
+	struct hs_cost cost[HS_NSTAGES];
 	static const char *const cnames[] = HS_COUNTER_NAMES;
+	static const char *const snames[] = HS_STAGE_NAMES;
 	const char *ready = NULL, *netns = NULL;
 	char *in = NULL, *out = NULL;
 	struct hs_backend *b;
@@ -253,20 +260,31 @@ int main(int argc, char **argv)
 	err = b->stop(b, on_record, &st);
 	if (err >= 0)
 		err = b->counters(b, c);
+	if (err >= 0)
+		err = b->cost(b, cost);
 	b->close(b);
 	if (err < 0) {
 		fprintf(stderr, "hs_reader: stop: %s\n", strerror(-err));
 		return 1;
 	}
 	printf("HSREAD records=%lu complete=%lu dropped=%lu evicted=%lu inflight=%lu other_out=%lu "
-	       "v6=%lu bad_order=%lu dup_seq=%lu zero_key=%lu drop_t2=%lu other=%lu\n", st.records,
+	       "v6=%lu bad_order=%lu dup_seq=%lu zero_key=%lu drop_t2=%lu other=%lu sampled=%lu\n",
+	       st.records,
 	       st.by_status[HS_ST_COMPLETE], st.by_status[HS_ST_DROPPED],
 	       st.by_status[HS_ST_EVICTED], st.by_status[HS_ST_INFLIGHT],
 	       st.by_status[HS_ST_OTHER_OUT], st.v6, st.bad_order, dup_seqs(&st), st.zero_key,
-	       st.drop_t2, st.other);
+	       st.drop_t2, st.other, st.sampled);
 	printf("HSCOUNT");
 	for (int i = 0; i < HS_C_NCOUNTERS; i++)
 		printf(" %s=%llu", cnames[i], (unsigned long long)c[i]);
+	printf("\nHSCOST");
+	for (int s = 0; s < HS_NSTAGES; s++) {
+		printf(" %s_n=%llu", snames[s], (unsigned long long)cost[s].n);
+		if (cost[s].n)
+			printf(" %s_mean_ns=%llu %s_max_ns=%llu", snames[s],
+			       (unsigned long long)(cost[s].sum_ns / cost[s].n), snames[s],
+			       (unsigned long long)cost[s].max_ns);
+	}
 	printf("\n");
 	free(st.seqs);
 	return 0;

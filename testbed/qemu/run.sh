@@ -34,6 +34,8 @@ build_tools() {	# $CFLAGS is a list of flags: split on purpose
 	# shellcheck disable=SC2086
 	$CC $CFLAGS -static -pthread -I"$top/include" -o "$work/tools/hs_rawread" \
 		"$here/hs_rawread.c"
+	# shellcheck disable=SC2086
+	$CC $CFLAGS -static -I"$top/include" -o "$work/tools/hs_hsrcost" "$here/hs_hsrcost.c"
 }
 
 # KDIR DIR: a copy of the sources per kernel, so builds never mix. Built
@@ -67,7 +69,7 @@ run_series() {
 	t0=$(date +%s)
 	"$here/fetch-kernel.sh" "$rel" "$dir" || return 1
 	build_module "$kdir" "$dir" || { echo "kmod-qemu: $rel: module build failed"; return 1; }
-	bins="$work/tools/hs_reader $work/tools/hs_udp $work/tools/hs_rawread"
+	bins="$work/tools/hs_reader $work/tools/hs_udp $work/tools/hs_rawread $work/tools/hs_hsrcost"
 	[ -x "$cli" ] && bins="$bins $cli"
 	# shellcheck disable=SC2086
 	"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/guest.sh" "$dir/veth.ko" \
