@@ -17,6 +17,8 @@ struct hs_iface {
 	bool is_in;		/* --in */
 	bool is_out;		/* --out */
 	int xdp_mode;		/* XDP_FLAGS_SKB_MODE / XDP_FLAGS_DRV_MODE, for --in */
+	bool xdp_auto;		/* --xdp-mode auto: native may fall back to generic */
+	const char *xdp_why;	/* why this mode, for the header */
 };
 
 /* Settings, filled from the command line before the backend opens. */

@@ -94,12 +94,26 @@ static int attach_nf(struct ebpf *e, struct bpf_program *p, enum nf_inet_hooks h
 	return 0;
 }
 
-static int attach_xdp(struct ebpf *e, const struct hs_iface *ifc)
+static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
 {
 	LIBBPF_OPTS(bpf_link_create_opts, o, .flags = ifc->xdp_mode);
 	int fd = bpf_link_create(bpf_program__fd(e->skel->progs.hs_input), ifc->ifindex,
 				 BPF_XDP, &o);
 
+	/* auto: a driver without native XDP refuses it; generic works on any */
+	if (fd < 0 && ifc->xdp_auto && ifc->xdp_mode == XDP_FLAGS_DRV_MODE &&
+	    (errno == EOPNOTSUPP || errno == EINVAL)) {
+		int refused = errno;
+
+		fprintf(stderr, "hopscope: %s (driver %s) refuses native XDP (%s): using generic "
+			"XDP\n", ifc->name, ifc->driver[0] ? ifc->driver : "?", strerror(refused));
+		ifc->xdp_mode = o.flags = XDP_FLAGS_SKB_MODE;
+		ifc->xdp_why = refused == EOPNOTSUPP ?
+			"auto: the driver refused native XDP (not supported): generic" :
+			"auto: the driver refused native XDP (invalid argument): generic";
+		fd = bpf_link_create(bpf_program__fd(e->skel->progs.hs_input), ifc->ifindex,
+				     BPF_XDP, &o);
+	}
 	if (fd < 0) {
 		int err = -errno;
 
@@ -175,7 +189,7 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 								  cfg->ifaces[i].ifindex, NULL),
 				       "tcx egress");
 	for (int i = 0; i < cfg->n_ifaces && !err; i++) {
-		const struct hs_iface *ifc = &cfg->ifaces[i];
+		struct hs_iface *ifc = &cfg->ifaces[i];
 
 		if (!ifc->is_in)
 			continue;

@@ -91,16 +91,22 @@ int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode)
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		struct hs_iface *ifc = &cfg->ifaces[i];
 
-		if (!strcmp(mode, "generic"))
+		bool veth = !strcmp(ifc->driver, "veth");
+
+		ifc->xdp_auto = !strcmp(mode, "auto");
+		if (!strcmp(mode, "generic")) {
 			ifc->xdp_mode = XDP_FLAGS_SKB_MODE;
-		else if (!strcmp(mode, "native"))
+			ifc->xdp_why = "asked (--xdp-mode generic)";
+		} else if (!strcmp(mode, "native")) {
 			ifc->xdp_mode = XDP_FLAGS_DRV_MODE;
-		else if (!strcmp(mode, "auto"))
+			ifc->xdp_why = "asked (--xdp-mode native)";
+		} else if (ifc->xdp_auto) {
 			/* native XDP moves veth receive onto NAPI: it cost ~0.15 of the
 			 * forwarding rate by itself (docs/measurements.md: the floor) */
-			ifc->xdp_mode = strcmp(ifc->driver, "veth") ? XDP_FLAGS_DRV_MODE :
-								      XDP_FLAGS_SKB_MODE;
-		else {
+			ifc->xdp_mode = veth ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
+			ifc->xdp_why = veth ? "auto: generic on veth, where native costs more" :
+					      "auto: native, the driver's own";
+		} else {
 			fprintf(stderr, "hopscope: --xdp-mode must be auto, native or generic, not '%s'\n",
 				mode);
 			return -EINVAL;
@@ -205,6 +211,7 @@ void hs_ifaces_json(struct js *j, const struct hs_config *cfg)
 		js_str(j, "driver", ifc->driver[0] ? ifc->driver : NULL);
 		js_str(j, "xdp_mode", !ifc->is_in ? NULL :
 			  ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native");
+		js_str(j, "xdp_mode_why", ifc->is_in ? ifc->xdp_why : NULL);
 		js_str(j, "rps_cpus", rps);
 		js_u64(j, "mtu", mtu ? strtoul(mtu, NULL, 10) : 0);
 		if (!ethtool(ifc->name, &co)) {

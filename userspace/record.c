@@ -73,7 +73,8 @@ static const struct argp_option options[] = {
 	{ "duration", 'd', "SEC", 0, "stop after SEC seconds" },
 	{ "count", 'c', "N", 0, "stop after N complete records" },
 	{ "stages", OPT_STAGES, "LIST", 0, "optional stages: t0,tcin,fwd,tceg or all" },
-	{ "xdp-mode", OPT_XDP, "MODE", 0, "auto (default: generic on veth, native elsewhere), native, generic" },
+	{ "xdp-mode", OPT_XDP, "MODE", 0, "auto (default: generic on veth, native elsewhere, "
+	  "generic where the driver refuses native), native, generic" },
 	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default 16384)" },
 	{ "ring", OPT_RING, "MIB", 0, "ring buffer size in MiB (default 32)" },
 	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },

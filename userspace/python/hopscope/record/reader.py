@@ -398,7 +398,7 @@ def check_header(h):
         for n, i in enumerate(ifaces):
             if not isinstance(i, dict):
                 return f"interfaces[{n}] is {_kind(i)}, expected an object"
-            for k in ("name", "role", "driver", "xdp_mode", "rps_cpus"):
+            for k in ("name", "role", "driver", "xdp_mode", "xdp_mode_why", "rps_cpus"):
                 if i.get(k) is not None and not isinstance(i[k], str):
                     return f"interfaces[{n}].{k} is {_kind(i[k])}, expected a string"
             for k in ("ifindex", "mtu"):

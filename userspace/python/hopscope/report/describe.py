@@ -55,7 +55,9 @@ def describe(df):
     out.append(("clock", clock_line(a["clock"])))
     for i in h.get("interfaces") or ():
         keys = ("ifindex", "driver", "xdp_mode", "rps_cpus", "mtu")
-        detail = [f"{k} {i[k]}" for k in keys if i.get(k) not in (None, "")]
+        detail = [f"{k} {i[k]}" + (f" ({i['xdp_mode_why']})" if k == "xdp_mode" and
+                                   i.get("xdp_mode_why") else "")
+                  for k in keys if i.get(k) not in (None, "")]
         qdisc = i.get("qdisc")  # `tc -j qdisc show` objects
         if isinstance(qdisc, list):
             detail.append("qdisc " + " ".join(str(q.get("kind", "?")) for q in qdisc
