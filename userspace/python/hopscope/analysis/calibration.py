@@ -31,8 +31,8 @@ def make(df, traffic):
     a, h = df.attrs, df.attrs["header"]
     costs = a.get("probe_cost")
     if not costs:
-        raise ValueError("the recording has no probe cost samples (the kernel module "
-                         "backend does not sample them)")
+        raise ValueError("the recording has no probe cost samples (a kernel module older "
+                         "than ABI 2 does not sample them)")
     return {
         "format": cal.FORMAT, "version": cal.VERSION,
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

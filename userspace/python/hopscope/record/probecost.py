@@ -80,7 +80,7 @@ def delay_stages(later, earlier, enabled):
 def delay_floors(header, counters):
     """{delay column: {floor_ns, spread_ns, p99_ns, samples, stages}} for every
     delay of the file whose stages were all sampled; None when the file has
-    no probe cost (the kernel module, --floor, files written before it)."""
+    no probe cost (--floor, a module older than ABI 2, files written before it)."""
     pc = (counters or {}).get("probe_cost")
     if pc is None or check(pc):
         return None

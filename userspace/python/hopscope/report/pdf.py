@@ -174,8 +174,8 @@ def _budget(f, label, df):
               "where each instant is taken", widths=[0.08, 0.26, 0.34, 0.15, 0.13])
     ax_t.axis("off")
     pc = df.attrs.get("probe_cost")
-    note = ("No probe cost samples in this file (kernel module backend, --floor, or a "
-            "file written before them): the floor is unknown here." if not pc else
+    note = ("No probe cost samples in this file (--floor, a kernel module older than ABI 2, "
+            "or a file written before them): the floor is unknown here." if not pc else
             f"Probe floor: the probes' mean time inside the delay, from "
             f"{max(c['samples'] for c in pc.values())} sampled packets of this run; spread: "
             "its standard deviation. Not in it: the hooks' calls into the probes. "
