@@ -322,15 +322,14 @@ def edge_losses(edges):
     return [{k: b[k] - a[k] for k in a} for a, b in zip(vals, vals[1:])]
 
 
-def late_loss(wins, losses, tolerance=0.0):
-    """Windows where the tracer lost packets: completeness under 1 -
-    tolerance, or a loss counter (evicted, ring buffer full, ...) that moved
-    in it. losses: per window, {counter: delta}. Returns the bad windows'
-    indexes."""
+def late_loss(wins, losses):
+    """Windows where the tracer lost packets: completeness under 100 %, or a
+    loss counter (evicted, ring buffer full, ...) that moved in it. losses:
+    per window, {counter: delta}. Returns the bad windows' indexes."""
     bad = []
     for i, (w, lost) in enumerate(zip(wins, losses)):
         c = w["completeness"]
-        if (c is not None and c < 1 - tolerance) or any(v > 0 for v in lost.values()):
+        if (c is not None and c < 1) or any(v > 0 for v in lost.values()):
             bad.append(i)
     return bad
 
