@@ -7,6 +7,27 @@
 #include "hopscope.bpf.h"
 #include "parse.bpf.h"
 
+/* adjust_meta's refusals by input ifindex: a driver that runs native XDP but
+ * gives no metadata room refuses every packet, and userspace must tell that
+ * input from the others (backend_ebpf.c, check_meta) */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, HS_MAX_IFACES);
+	__type(key, __u32);
+	__type(value, __u64);
+} meta_fail_in SEC(".maps");
+
+static __always_inline void hs_meta_refused(__u32 ifindex)
+{
+	__u64 one = 1, *n = bpf_map_lookup_elem(&meta_fail_in, &ifindex);
+
+	hs_count(HS_C_XDP_META_FAIL);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+	else
+		bpf_map_update_elem(&meta_fail_in, &ifindex, &one, BPF_NOEXIST);
+}
+
 static __always_inline __u64 hs_arrival(__u32 key, __u32 ifindex, __u8 *flags)
 {
 	struct hs_arrival_key ak = { .key = key, .ifindex = ifindex };
@@ -75,12 +96,12 @@ int hs_input(struct xdp_md *ctx)
 		hs_count(HS_C_XDP_TRUNC);
 
 	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
-		hs_count(HS_C_XDP_META_FAIL);
+		hs_meta_refused(ctx->ingress_ifindex);
 		return XDP_PASS;
 	}
 	meta = (void *)(long)ctx->data_meta;
 	if ((void *)(meta + 1) > (void *)(long)ctx->data) {
-		hs_count(HS_C_XDP_META_FAIL);
+		hs_meta_refused(ctx->ingress_ifindex);
 		return XDP_PASS;
 	}
 

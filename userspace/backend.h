@@ -58,7 +58,8 @@ struct hs_backend {
 	const char *name;
 	/* attach everything; on failure print why to stderr and return -errno */
 	int (*open)(struct hs_backend *b, struct hs_config *cfg);
-	/* wait up to timeout_ms, hand every record to cb; returns records or -errno */
+	/* wait up to timeout_ms, hand every record to cb; returns records or
+	 * -errno, -ECANCELED when it stopped the run and has said why */
 	int (*poll)(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx);
 	/* sum of every counter (HS_C_NCOUNTERS values) */
 	int (*counters)(struct hs_backend *b, uint64_t *out);

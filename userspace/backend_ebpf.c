@@ -31,7 +31,11 @@ struct ebpf {
 	struct bpf_link *links[HS_MAX_LINKS];
 	int nlinks;
 	int xdp_fds[HS_MAX_IFACES];
+	int xdp_ifc[HS_MAX_IFACES];	/* the cfg->ifaces index of each xdp_fds */
 	int nxdp;
+	/* native inputs whose metadata is not yet known to work (check_meta) */
+	bool meta_known[HS_MAX_IFACES];	/* by cfg->ifaces index */
+	int meta_open;
 	int ncpu;		/* possible CPUs: values per key of a per-CPU map */
 	uint64_t *percpu;	/* ncpu values: one counter read */
 	struct hs_cost *percpu_cost;	/* ncpu values: one stage's probe cost */
@@ -41,13 +45,26 @@ struct ebpf {
 	void *cb_ctx;
 };
 
+/* a record from an input: its metadata reached a later stage, so it works */
+static void meta_works(struct ebpf *e, uint32_t ifindex)
+{
+	for (int i = 0; i < e->cfg->n_ifaces; i++)
+		if (e->cfg->ifaces[i].ifindex == (int)ifindex && !e->meta_known[i]) {
+			e->meta_known[i] = true;
+			e->meta_open--;
+		}
+}
+
 static int on_sample(void *ctx, void *data, size_t size)
 {
 	struct ebpf *e = ctx;
+	const struct hs_record *r = data;
 
 	if (size < sizeof(struct hs_record))
 		return 0;
-	return e->cb(e->cb_ctx, data);
+	if (e->meta_open)
+		meta_works(e, r->in_ifindex);
+	return e->cb(e->cb_ctx, r);
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -123,7 +140,12 @@ static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
 			" (another XDP program is attached)" : "");
 		return err;
 	}
+	e->xdp_ifc[e->nxdp] = ifc - e->cfg->ifaces;
 	e->xdp_fds[e->nxdp++] = fd;
+	if (ifc->xdp_mode == XDP_FLAGS_DRV_MODE)
+		e->meta_open++;
+	else	/* generic XDP always has the room */
+		e->meta_known[ifc - e->cfg->ifaces] = true;
 	return 0;
 }
 
@@ -307,6 +329,67 @@ static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 	return 0;
 }
 
+/*
+ * A driver can run native XDP and still give the program no room for
+ * metadata (vmxnet3: xdp_prepare_buff(..., false)): every packet's
+ * adjust_meta fails, no later stage finds it, and a run would record nothing
+ * and exit 0. Decided from what the driver does: an input in native mode
+ * with HS_META_PROBE refusals and not one record of its own. Under auto it
+ * is re-attached in generic mode (the packets before and during the switch,
+ * when a driver may restart the device, go untraced: pre_nometa counts
+ * them); asked for native, the run stops with an error.
+ */
+#define HS_META_PROBE 16
+
+static int check_meta(struct ebpf *e)
+{
+	int map = bpf_map__fd(e->skel->maps.meta_fail_in);
+
+	for (int k = 0; k < e->nxdp; k++) {
+		int i = e->xdp_ifc[k];
+		struct hs_iface *ifc = &e->cfg->ifaces[i];
+		__u32 key = ifc->ifindex;
+		__u64 n = 0;
+		int fd;
+
+		if (e->meta_known[i] || bpf_map_lookup_elem(map, &key, &n) || n < HS_META_PROBE)
+			continue;
+		e->meta_known[i] = true;
+		e->meta_open--;
+		if (!ifc->xdp_auto) {
+			fprintf(stderr, "\nhopscope: ERROR: %s (driver %s) runs native XDP but leaves "
+				"no room for XDP metadata: its first %llu packets went untraced, and "
+				"so would every other. Use --xdp-mode generic (or auto, which "
+				"switches by itself)\n", ifc->name, ifc->driver[0] ? ifc->driver : "?",
+				(unsigned long long)n);
+			return -ECANCELED;
+		}
+		/* one XDP program per interface: the native link goes first */
+		close(e->xdp_fds[k]);
+		LIBBPF_OPTS(bpf_link_create_opts, o, .flags = XDP_FLAGS_SKB_MODE);
+		fd = bpf_link_create(bpf_program__fd(e->skel->progs.hs_input), ifc->ifindex,
+				     BPF_XDP, &o);
+		if (fd < 0) {
+			int err = -errno;
+
+			e->xdp_fds[k] = -1;
+			fprintf(stderr, "\nhopscope: ERROR: %s (driver %s) leaves no room for XDP "
+				"metadata in native mode, and generic XDP cannot be attached: %s\n",
+				ifc->name, ifc->driver[0] ? ifc->driver : "?", strerror(-err));
+			return -ECANCELED;
+		}
+		e->xdp_fds[k] = fd;
+		ifc->xdp_mode = XDP_FLAGS_SKB_MODE;
+		fprintf(stderr, "\nhopscope: %s (driver %s) runs native XDP but leaves no room for "
+			"XDP metadata: re-attached in generic XDP (the file's header still says "
+			"native). Untraced: the packets before the switch (%llu so far, in "
+			"xdp_meta_fail) and those that came in while the driver changed modes; "
+			"pre_nometa counts both\n", ifc->name, ifc->driver[0] ? ifc->driver : "?",
+			(unsigned long long)n);
+	}
+	return 0;
+}
+
 static int ebpf_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx)
 {
 	struct ebpf *e = b->priv;
@@ -320,6 +403,12 @@ static int ebpf_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void
 		n = ring_buffer__poll(e->rb, timeout_ms);
 		if (n == -EINTR)
 			n = 0;
+	}
+	if (n >= 0 && e->meta_open) {
+		int err = check_meta(e);
+
+		if (err)
+			return err;
 	}
 	return n;
 }
@@ -390,7 +479,8 @@ static int ebpf_cost(struct hs_backend *b, struct hs_cost *out)
 static void detach(struct ebpf *e)
 {
 	for (int i = 0; i < e->nxdp; i++)
-		close(e->xdp_fds[i]);
+		if (e->xdp_fds[i] >= 0)	/* -1: lost in check_meta's switch */
+			close(e->xdp_fds[i]);
 	e->nxdp = 0;
 	while (e->nlinks > 0)
 		bpf_link__destroy(e->links[--e->nlinks]);

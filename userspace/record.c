@@ -74,7 +74,8 @@ static const struct argp_option options[] = {
 	{ "count", 'c', "N", 0, "stop after N complete records" },
 	{ "stages", OPT_STAGES, "LIST", 0, "optional stages: t0,tcin,fwd,tceg or all" },
 	{ "xdp-mode", OPT_XDP, "MODE", 0, "auto (default: generic on veth, native elsewhere, "
-	  "generic where the driver refuses native), native, generic" },
+	  "generic where the driver refuses native or gives it no metadata room), native, "
+	  "generic" },
 	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default 16384)" },
 	{ "ring", OPT_RING, "MIB", 0, "ring buffer size in MiB (default 32)" },
 	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },
@@ -436,9 +437,11 @@ static int record_loop(struct run *run, struct opts *o)
 
 		if (n < 0 && n != -EINTR) {
 			/* a write error comes back through the callback (the writer
-			 * counts what it cannot store from then on) */
-			fprintf(stderr, "hopscope: %s: %s\n", run->err ? "writing the record file" :
-				"reading records", strerror(-n));
+			 * counts what it cannot store from then on); ECANCELED: the
+			 * backend stopped the run and said why */
+			if (n != -ECANCELED)
+				fprintf(stderr, "hopscope: %s: %s\n", run->err ?
+					"writing the record file" : "reading records", strerror(-n));
 			run->err = run->err ?: n;
 			reason = "error";
 			break;
