@@ -3,7 +3,8 @@
  * The QEMU guest's traffic: a UDP sender that sends an exact number of
  * datagrams (or until killed), and a sink that counts them. Static, no
  * dependencies: busybox has neither.
- *   hs_udp send DST PORT COUNT [SIZE [TOS]]   COUNT 0: until SIGTERM
+ *   hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]]   COUNT 0: until SIGTERM;
+ *                                             GAP_US: pause after each datagram
  *   hs_udp sink PORT                          counts until SIGTERM
  *   hs_udp tap IFNAME                         a packet tap (as tcpdump), until SIGTERM
  * Each prints one line: "sent N" / "received N" / "tapped N".
@@ -33,7 +34,7 @@ static void on_signal(int sig)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS]] | hs_udp sink PORT | "
+	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]] | hs_udp sink PORT | "
 		"hs_udp tap IFNAME\n");
 	return 2;
 }
@@ -46,6 +47,9 @@ static int do_send(int argc, char **argv)
 	unsigned long count = strtoul(argv[4], NULL, 0), sent = 0;
 	int port = atoi(argv[3]), size = argc > 5 ? atoi(argv[5]) : 64;
 	int tos = argc > 6 ? atoi(argv[6]) : 0, fd, fam;
+	/* an emulated NIC drops what its ring cannot take: a gap keeps them in */
+	long gap_us = argc > 7 ? atol(argv[7]) : 0;
+	struct timespec gap = { gap_us / 1000000, gap_us % 1000000 * 1000 };
 	socklen_t len;
 	char buf[1500] = {};
 
@@ -79,6 +83,8 @@ static int do_send(int argc, char **argv)
 		memcpy(buf, &seq, sizeof(seq));
 		if (sendto(fd, buf, size, 0, (struct sockaddr *)&ss, len) == size) {
 			sent++;
+			if (gap_us)
+				nanosleep(&gap, NULL);
 		} else if (errno == ENOBUFS || errno == EAGAIN || errno == EINTR) {
 			struct timespec ts = { 0, 100000 };
 

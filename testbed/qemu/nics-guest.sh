@@ -1,0 +1,221 @@
+#!/bin/busybox sh
+# /init of the NIC guest (nics.sh): hopscope record on real drivers. Each
+# driver has four emulated NICs, joined pairwise as wires by QEMU hubs:
+#
+#   snd: s-eth 10.D.1.2 --- r-in 10.D.1.1 | rtr | r-out 10.D.2.1 --- x-eth 10.D.2.2 :rcv
+#
+# (D: the driver's number; one sender, router and receiver namespace per
+# driver, each NIC found by the MAC address nics.sh gave it). For each XDP
+# mode, UDP through the router while `hopscope record` (eBPF backend) traces
+# it; the receiver's count is the truth for "forwarded". Prints
+# "CHECK name ok|FAIL|SKIP detail", a "NICROW" line per run for the table and
+# one "RESULT kernel=RELEASE pass=N fail=N skip=N" line, then powers off.
+
+export PATH=/bin:/sbin:/usr/bin:/usr/sbin
+if [ $$ = 1 ]; then
+	/bin/busybox mkdir -p /sbin /usr/bin /usr/sbin
+	/bin/busybox --install -s
+	mount -t proc proc /proc
+	mount -t sysfs sys /sys
+	mount -t devtmpfs dev /dev
+	mount -t tmpfs tmp /tmp
+	mount -t tmpfs run /run
+	mkdir -p /run/netns /var
+	ln -s /run /var/run
+	exec >/dev/console 2>&1
+	grep -q hs.trace /proc/cmdline && set -- -x
+	sh "$@" /init tests
+	echo "guest: the test script ended with status $?"
+	poweroff -f
+fi
+
+ip() { /usr/sbin/ip "$@"; }
+NS_EXEC="/usr/sbin/ip netns exec"
+COUNT=300	# datagrams a run: TCG forwards a few thousand a second
+GAP=300		# microseconds between them: no emulated ring overflows
+
+pass=0 fail=0 skip=0
+expect() {	# CHECK-NAME DETAIL TEST-ARGS...
+	_check=$1 _detail=$2
+	shift 2
+	if [ "$@" ]; then
+		pass=$((pass + 1)); echo "CHECK $_check ok $_detail"
+	else
+		fail=$((fail + 1)); echo "CHECK $_check FAIL $_detail"
+	fi
+}
+num() {	# FILE KEY: the number after KEY in hopscope's summary, -1 when missing
+	_v=$(sed -n "s/.* $2 \([0-9]*\).*/\1/p" "$1" | tail -n 1)
+	echo "${_v:--1}"
+}
+
+# the NIC whose MAC is $1, renamed $3, in namespace $2
+nic() {
+	for _dev in /sys/class/net/*; do
+		[ "$(cat "$_dev/address")" = "$1" ] || continue
+		ip link set "${_dev##*/}" name "$3" && ip link set "$3" netns "$2" && return 0
+	done
+	echo "no NIC with MAC $1"
+	return 1
+}
+
+# D: the three namespaces of driver D and its four NICs
+topology() {
+	d=$1
+	for ns in snd$d rtr$d rcv$d; do ip netns add $ns; done
+	nic 52:54:00:0$d:00:01 snd$d s-eth && nic 52:54:00:0$d:00:02 rtr$d r-in &&
+		nic 52:54:00:0$d:00:03 rtr$d r-out && nic 52:54:00:0$d:00:04 rcv$d x-eth || return 1
+	for spec in "snd$d s-eth r-in 1 02" "rcv$d x-eth r-out 2 03"; do
+		set -- $spec
+		ip -n "$1" link set lo up
+		ip -n "$1" addr add 10.$d.$4.2/24 dev "$2"
+		ip -n "$1" link set "$2" up
+		ip -n "$1" route add default via 10.$d.$4.1
+		ip -n "$1" neigh replace 10.$d.$4.1 lladdr 52:54:00:0$d:00:$5 dev "$2" nud permanent
+		ip -n rtr$d addr add 10.$d.$4.1/24 dev "$3"
+		ip -n rtr$d link set "$3" up
+	done
+	ip -n rtr$d neigh replace 10.$d.1.2 lladdr 52:54:00:0$d:00:01 dev r-in nud permanent
+	ip -n rtr$d neigh replace 10.$d.2.2 lladdr 52:54:00:0$d:00:04 dev r-out nud permanent
+	ip -n rtr$d link set lo up
+	ip -n rtr$d route add unreachable 10.$d.9.0/24
+	$NS_EXEC rtr$d sh -c 'echo 1 > /proc/sys/net/ipv4/conf/all/forwarding'
+	# a link comes up a little after `up` on an emulated NIC
+	sleep 2
+}
+
+# start `hopscope record` in rtr$d in mode $2, wait for its ready line:
+# sets $rpid, $ready; stderr in /tmp/$name.err
+rec_start() {
+	d=$1 mode=$2 name=$3
+	rm -f /tmp/$name.ready
+	mkfifo /tmp/$name.ready
+	hopscope record --backend ebpf -n rtr$d -i r-in -O r-out --xdp-mode $mode -q \
+		-o /tmp/$name.hsr --ready-fd 3 3>/tmp/$name.ready 2>/tmp/$name.err &
+	rpid=$!
+	read -r ready </tmp/$name.ready || ready=
+}
+# SIGINT (the run may have ended by itself), its exit status in $rrc
+rec_stop() {
+	kill -INT $rpid 2>/dev/null
+	wait $rpid
+	rrc=$?
+}
+
+# DRIVER D MODE: one run of UDP through rtr$d; prints a NICROW line, sets
+# $complete $received $metafail $rrc $ready, the stderr in /tmp/$name.err
+run() {
+	drv=$1 d=$2 mode=$3 name=$1-$3
+	$NS_EXEC rcv$d hs_udp sink 9000 >/tmp/$name.sink &
+	spid=$!
+	rec_start $d $mode $name
+	sent=$($NS_EXEC snd$d hs_udp send 10.$d.2.2 9000 $COUNT 64 0 $GAP | sed -n 's/^sent //p')
+	sleep 1
+	rec_stop
+	kill -TERM $spid
+	wait $spid
+	received=$(sed -n 's/^received //p' /tmp/$name.sink)
+	complete=$(num /tmp/$name.err complete) metafail=$(num /tmp/$name.err xdp_meta_fail)
+	got=native
+	grep -q 'using generic\|re-attached in generic' /tmp/$name.err && got=native-then-generic
+	grep -q 'using generic' /tmp/$name.err && got=generic
+	[ $mode = generic ] && got=generic
+	echo "NICROW $drv $mode ready=${ready:-none} rc=$rrc sent=$sent received=$received" \
+		"complete=$complete xdp_meta_fail=$metafail pre_nometa=$(num /tmp/$name.err pre_nometa)" \
+		"xdp=$got"
+	sed 's/^/  stderr: /' /tmp/$name.err | grep -v '^  stderr: *$' | tail -n 12
+}
+
+# every packet the receiver got has its one complete record
+run_ok() {
+	run "$@"
+	expect "${1}_$3" "rc $rrc, ready ${ready:-none}, sent $sent, received $received, complete $complete" \
+		"$rrc" = 0 -a "$ready" = ready -a "$received" -gt 0 -a "$complete" = "$received"
+}
+
+# a driver that refuses native XDP: asked for, an error (exit 1) that names it
+run_refused() {
+	run "$@"
+	expect "${1}_$3" "rc $rrc, ready ${ready:-none}: $(grep -m1 'cannot attach XDP' /tmp/$name.err)" \
+		"$rrc" = 1 -a -z "$ready" -a -n "$(grep 'cannot attach XDP (native) to r-in' /tmp/$name.err)"
+}
+
+# auto where native is refused: generic, said so, every packet recorded
+run_fallback() {
+	run "$@"
+	said=$(grep -c 'refuses native XDP' /tmp/$name.err)
+	expect "${1}_$3" "rc $rrc, fallback said $said time(s), received $received, complete $complete" \
+		"$rrc" = 0 -a "$said" = 1 -a "$received" -gt 0 -a "$complete" = "$received"
+}
+
+# native XDP without metadata room, asked for: the run stops with exit 1 and
+# says why, once the first packets show it, not a file with no records
+run_nometa_native() {
+	run "$@"
+	msg=$(grep -m1 'no room for XDP metadata' /tmp/$name.err)
+	expect "${1}_$3" "rc $rrc, xdp_meta_fail $metafail, complete $complete: ${msg:-no message}" \
+		"$rrc" = 1 -a -n "$msg" -a "$complete" = 0
+}
+
+# the same under auto: re-attached generic, said so; the packets before the
+# switch (xdp_meta_fail) and during it (vmxnet3 restarts the device) are the
+# only ones not recorded, and counted: they reach PRE_ROUTING untraced
+run_nometa_auto() {
+	run "$@"
+	msg=$(grep -m1 'no room for XDP metadata' /tmp/$name.err)
+	nometa=$(num /tmp/$name.err pre_nometa)
+	expect "${1}_$3" "rc $rrc, received $received, complete $complete, meta refused $metafail, untraced at PRE_ROUTING $nometa: ${msg:-no message}" \
+		"$rrc" = 0 -a -n "$msg" -a "$complete" -gt 0 -a "$complete" -le "$received" -a \
+		$((received - complete)) -le "$nometa"
+}
+
+# a healthy native run whose router gets only local traffic and packets it
+# drops: no metadata failure, so no refusal, exit 0
+run_healthy_idle() {
+	drv=$1 d=$2 name=$1-idle
+	rec_start $d native $name
+	$NS_EXEC snd$d hs_udp send 10.$d.1.1 9000 100 64 0 $GAP >/dev/null
+	$NS_EXEC snd$d hs_udp send 10.$d.9.1 9000 100 64 0 $GAP >/dev/null
+	sleep 1
+	rec_stop
+	metafail=$(num /tmp/$name.err xdp_meta_fail)
+	expect "${drv}_native_local_and_drops" "rc $rrc, ready ${ready:-none}, xdp_meta_fail $metafail, local $(num /tmp/$name.err local), dropped $(num /tmp/$name.err dropped)" \
+		"$rrc" = 0 -a "$ready" = ready -a "$metafail" = 0 -a \
+		-z "$(grep 'no room for XDP metadata' /tmp/$name.err)"
+}
+
+echo "GUEST kernel $(uname -r)"
+for m in $(cat /lib/hs/modules); do insmod /lib/hs/$m.ko || echo "insmod $m failed"; done
+d=0
+for drv in $(cat /lib/hs/drivers); do
+	d=$((d + 1))
+	echo "== $drv"
+	if ! topology $d; then
+		expect "${drv}_topology" "the NICs of $drv are missing" 1 = 0
+		continue
+	fi
+	echo "  $(ls /sys/class/net/ 2>/dev/null | tr '\n' ' ')"
+	echo "  driver $($NS_EXEC rtr$d readlink /sys/class/net/r-in/device/driver | sed 's,.*/,,')"
+	case $drv in
+	virtio_net)
+		run_ok $drv $d native
+		run_ok $drv $d generic
+		run_ok $drv $d auto
+		run_healthy_idle $drv $d
+		;;
+	e1000e)
+		run_refused $drv $d native
+		run_ok $drv $d generic
+		run_fallback $drv $d auto
+		;;
+	vmxnet3)
+		run_nometa_native $drv $d native
+		run_ok $drv $d generic
+		run_nometa_auto $drv $d auto
+		;;
+	esac
+done
+bad=$(dmesg | grep -E 'WARNING:|BUG:|Oops|Call Trace|general protection|RIP:')
+expect dmesg_clean "$(echo "$bad" | grep -c .) bad lines" -z "$bad"
+[ -n "$bad" ] && dmesg | tail -n 60
+echo "RESULT kernel=$(uname -r) pass=$pass fail=$fail skip=$skip"

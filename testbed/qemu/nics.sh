@@ -1,0 +1,83 @@
+#!/bin/sh
+# usage: testbed/qemu/nics.sh [SERIES]      SERIES: 6.12 (default; needs the BPF netfilter link)
+# hopscope record on real drivers: boots Debian's kernel in QEMU (TCG) with
+# four emulated NICs per driver (virtio-net-pci, e1000e, vmxnet3), joined
+# pairwise as wires by QEMU hubs, the drivers taken out of the linux-image
+# .deb, and runs nics-guest.sh: every XDP mode on every driver, checked
+# against the receiver's count. igb is not in Debian 12's QEMU (7.2).
+# Work files and the console log go to build/qemu/nics-RELEASE/.
+# Exit: 0 every check passed, 1 one failed, 77 QEMU, headers or build/hopscope missing.
+set -eu
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+work=${HS_QEMU_DIR:-$top/build/qemu}
+limit=${HS_QEMU_TIMEOUT:-300}
+cli=${HS_CLI:-$top/build/hopscope}
+series=${1:-6.12}
+CC=${CC:-gcc}
+CFLAGS="-O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11"
+# driver, QEMU's device: in this order, driver D's NICs have MACs 52:54:00:0D:00:0N
+DRIVERS="virtio_net:virtio-net-pci e1000e:e1000e vmxnet3:vmxnet3"
+
+command -v qemu-system-x86_64 >/dev/null || { echo "nics-qemu: qemu-system-x86_64 missing (scripts/install-deps.sh)"; exit 77; }
+[ -x /bin/busybox ] || { echo "nics-qemu: busybox-static missing (scripts/install-deps.sh)"; exit 77; }
+[ -x "$cli" ] || { echo "nics-qemu: no $cli (make)"; exit 77; }
+kdir=$(ls -d /usr/src/linux-headers-"$series".*-amd64 2>/dev/null | sort -V | tail -n 1)
+[ -n "$kdir" ] || { echo "nics-qemu: $series: no /usr/src/linux-headers-$series.*-amd64 (scripts/install-deps.sh)"; exit 77; }
+rel=${kdir#/usr/src/linux-headers-}
+kdir=$work/$rel		# the kernel and modules, shared with run.sh
+dir=$work/nics-$rel
+mkdir -p "$dir" "$work/tools"
+
+# shellcheck disable=SC2086
+$CC $CFLAGS -static -o "$work/tools/hs_udp" "$here/hs_udp.c"
+drivers='' devices=''
+for spec in $DRIVERS; do
+	drivers="$drivers ${spec%%:*}"
+	devices="$devices ${spec#*:}"
+done
+t0=$(date +%s)
+# shellcheck disable=SC2086
+"$here/fetch-kernel.sh" "$rel" "$kdir" $drivers
+echo $drivers | tr ' ' '\n' > "$dir/drivers"
+# every module once, dependencies first
+for drv in $drivers; do cat "$kdir/$drv.deps"; done | awk '!seen[$0]++' > "$dir/modules"
+kos=$(sed "s,^\(.*\)\$,$kdir/\1.ko," "$dir/modules")
+# shellcheck disable=SC2086
+"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/nics-guest.sh" $kos "$dir/drivers" \
+	"$dir/modules" -- "$work/tools/hs_udp" "$cli"
+
+# NICs: for driver D, 1 (sender) and 2 (router in) on hub D1, 3 (router out)
+# and 4 (receiver) on hub D2: two wires. No option ROM: nothing boots from them
+set --
+d=0
+for dev in $devices; do
+	d=$((d + 1))
+	for n in 1 2 3 4; do
+		set -- "$@" -netdev "hubport,id=n$d$n,hubid=$d$(((n + 1) / 2))" \
+			-device "$dev,netdev=n$d$n,mac=52:54:00:0$d:00:0$n,romfile="
+	done
+done
+t1=$(date +%s)
+# thread=single: see README.md (a stale int3 after a tracepoint's patching)
+timeout "$limit" qemu-system-x86_64 -accel tcg,thread=single -cpu max -m 1024 -smp 2 -nographic \
+	-no-reboot -nodefaults -serial stdio -kernel "$kdir/vmlinuz" "$@" \
+	-initrd "$dir/initrd.gz" -append "console=ttyS0 panic=-1 quiet rdinit=/init ${HS_QEMU_APPEND:-}" \
+	</dev/null >"$dir/console.log" 2>&1 || true
+t2=$(date +%s)
+tr -d '\r' <"$dir/console.log" >"$dir/console.txt"
+sed -n 's/^CHECK /  /p; s/^NICROW /  row /p' "$dir/console.txt"
+result=$(grep '^RESULT ' "$dir/console.txt" || true)
+echo "nics-qemu: $rel: ${result:-no RESULT line (guest hung or crashed, see $dir/console.txt)}" \
+	"(prepare $((t1 - t0)) s, guest $((t2 - t1)) s)"
+case $result in
+*" fail=0 "*) ;;
+*)
+	[ -n "$result" ] || tail -n 40 "$dir/console.txt"
+	exit 1
+	;;
+esac
+if grep -qE 'Kernel panic|Oops|BUG:' "$dir/console.txt"; then
+	echo "nics-qemu: $rel: the console shows a kernel error"
+	exit 1
+fi

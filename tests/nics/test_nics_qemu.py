@@ -1,0 +1,57 @@
+"""hopscope record on real drivers, in QEMU (testbed/qemu/nics.sh).
+
+The Debian 6.12 kernel boots under QEMU (TCG) with four emulated NICs per
+driver joined pairwise as wires, the drivers out of the linux-image package;
+testbed/qemu/nics-guest.sh runs UDP through a router namespace in each XDP
+mode and checks that every forwarded packet has one complete record, that a
+driver refusing native XDP is an error when native is asked and generic
+under auto, and that a driver that runs native XDP without metadata room
+(vmxnet3) stops the run with an error or is switched to generic, never a run
+that records nothing and exits 0. Every check below must print its CHECK
+line once, none FAIL. Skipped only when QEMU or the 6.12 headers are missing.
+"""
+import glob
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+RUN = ROOT / "testbed" / "qemu" / "nics.sh"
+SKIP = 77  # nics.sh: QEMU, headers or build/hopscope missing
+CHECKS = sorted([f"{drv}_{mode}" for drv in ("virtio_net", "e1000e", "vmxnet3")
+                 for mode in ("native", "generic", "auto")]
+                + ["virtio_net_native_local_and_drops", "dmesg_clean"])
+
+
+def check_lines(out):
+    """{name: status} of nics.sh's echo of the guest's CHECK lines; a name
+    printed twice is an error."""
+    found = re.findall(r"^  (\S+) (ok|FAIL|SKIP)\b", out, re.M)
+    names = [n for n, _ in found]
+    assert len(names) == len(set(names)), f"a check printed twice: {names}"
+    return dict(found)
+
+
+def test_nics_in_qemu():
+    if not shutil.which("qemu-system-x86_64"):
+        pytest.skip("qemu-system-x86_64 is not installed (scripts/install-deps.sh)")
+    if not glob.glob("/usr/src/linux-headers-6.12.*-amd64"):
+        pytest.skip("no /usr/src/linux-headers-6.12.*-amd64 (scripts/install-deps.sh)")
+    assert os.access(ROOT / "build" / "hopscope", os.X_OK), "run make: the guest runs build/hopscope"
+    p = subprocess.run([str(RUN)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    out = p.stdout + p.stderr
+    if p.returncode == SKIP:
+        pytest.skip(out.strip().splitlines()[-1])
+    print(out)
+    got = check_lines(out)
+    assert sorted(got) == CHECKS, (f"checks missing: {sorted(set(CHECKS) - set(got))}, "
+                                   f"unknown: {sorted(set(got) - set(CHECKS))}")
+    assert not [n for n, st in got.items() if st != "ok"], out
+    m = re.search(r"RESULT kernel=\S+ pass=(\d+) fail=(\d+) skip=(\d+)", out)
+    assert m, out
+    assert tuple(map(int, m.groups())) == (len(CHECKS), 0, 0), m.group(0)
+    assert p.returncode == 0, out
