@@ -7,7 +7,9 @@
  *                                             GAP_US: pause after each datagram
  *   hs_udp sink PORT                          counts until SIGTERM
  *   hs_udp tap IFNAME                         a packet tap (as tcpdump), until SIGTERM
- * Each prints one line: "sent N" / "received N" / "tapped N".
+ *   hs_udp tcpsend DST4 PORT BYTES            one TCP connection, BYTES of zeros
+ *   hs_udp tcpsink PORT                       accepts one, reads it to the end
+ * Each prints one line: "sent N" / "received N" / "tapped N" (N: bytes for TCP).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -35,7 +37,7 @@ static void on_signal(int sig)
 static int usage(void)
 {
 	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]] | hs_udp sink PORT | "
-		"hs_udp tap IFNAME\n");
+		"hs_udp tap IFNAME | hs_udp tcpsend DST4 PORT BYTES | hs_udp tcpsink PORT\n");
 	return 2;
 }
 
@@ -139,6 +141,54 @@ static int do_tap(char **argv)
 	return count_until_stop(fd, "tapped");
 }
 
+static int do_tcpsend(char **argv)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[3])) };
+	unsigned long left = strtoul(argv[4], NULL, 0), sent = 0;
+	int fd = socket(AF_INET, SOCK_STREAM, 0);
+	char buf[16384] = {};
+
+	if (inet_pton(AF_INET, argv[2], &a.sin_addr) != 1)
+		return usage();
+	if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a))) {
+		perror("hs_udp: tcpsend");
+		return 1;
+	}
+	while (left) {
+		ssize_t n = write(fd, buf, left < sizeof(buf) ? left : sizeof(buf));
+
+		if (n <= 0) {
+			perror("hs_udp: tcpsend");
+			return 1;
+		}
+		left -= n;
+		sent += n;
+	}
+	close(fd);
+	printf("sent %lu\n", sent);
+	return 0;
+}
+
+static int do_tcpsink(char **argv)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(atoi(argv[2])) };
+	int fd = socket(AF_INET, SOCK_STREAM, 0), on = 1, c;
+	unsigned long got = 0;
+	char buf[65536];
+	ssize_t n;
+
+	if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &on, sizeof(on)) ||
+	    bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, 1) ||
+	    (c = accept(fd, NULL, NULL)) < 0) {
+		perror("hs_udp: tcpsink");
+		return 1;
+	}
+	while ((n = read(c, buf, sizeof(buf))) > 0)
+		got += n;
+	printf("received %lu\n", got);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -153,5 +203,9 @@ int main(int argc, char **argv)
 		return do_sink(argv);
 	if (argc == 3 && !strcmp(argv[1], "tap"))
 		return do_tap(argv);
+	if (argc == 5 && !strcmp(argv[1], "tcpsend"))
+		return do_tcpsend(argv);
+	if (argc == 3 && !strcmp(argv[1], "tcpsink"))
+		return do_tcpsink(argv);
 	return usage();
 }

@@ -22,6 +22,7 @@ DRIVERS="virtio_net:virtio-net-pci e1000e:e1000e vmxnet3:vmxnet3"
 command -v qemu-system-x86_64 >/dev/null || { echo "nics-qemu: qemu-system-x86_64 missing (scripts/install-deps.sh)"; exit 77; }
 [ -x /bin/busybox ] || { echo "nics-qemu: busybox-static missing (scripts/install-deps.sh)"; exit 77; }
 [ -x "$cli" ] || { echo "nics-qemu: no $cli (make)"; exit 77; }
+ethtool=$(command -v ethtool) || { echo "nics-qemu: ethtool missing (apt-get install ethtool)"; exit 77; }
 kdir=$(ls -d /usr/src/linux-headers-"$series".*-amd64 2>/dev/null | sort -V | tail -n 1)
 [ -n "$kdir" ] || { echo "nics-qemu: $series: no /usr/src/linux-headers-$series.*-amd64 (scripts/install-deps.sh)"; exit 77; }
 rel=${kdir#/usr/src/linux-headers-}
@@ -45,7 +46,7 @@ for drv in $drivers; do cat "$kdir/$drv.deps"; done | awk '!seen[$0]++' > "$dir/
 kos=$(sed "s,^\(.*\)\$,$kdir/\1.ko," "$dir/modules")
 # shellcheck disable=SC2086
 "$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/nics-guest.sh" $kos "$dir/drivers" \
-	"$dir/modules" -- "$work/tools/hs_udp" "$cli"
+	"$dir/modules" -- "$work/tools/hs_udp" "$cli" "$ethtool"
 
 # NICs: for driver D, 1 (sender) and 2 (router in) on hub D1, 3 (router out)
 # and 4 (receiver) on hub D2: two wires. No option ROM: nothing boots from them

@@ -3,11 +3,11 @@
 The Debian 6.12 kernel boots under QEMU (TCG) with four emulated NICs per
 driver joined pairwise as wires, the drivers out of the linux-image package;
 testbed/qemu/nics-guest.sh runs UDP through a router namespace in each XDP
-mode and checks that every forwarded packet has one complete record, that a
-driver refusing native XDP is an error when native is asked and generic
-under auto, and that a driver that runs native XDP without metadata room
-(vmxnet3) stops the run with an error or is switched to generic, never a run
-that records nothing and exits 0. Every check below must print its CHECK
+mode, and one TCP connection per driver, and checks that every forwarded
+packet has one complete record, that a driver refusing native XDP is an
+error when native is asked and generic under auto, and that a driver that
+runs native XDP without metadata room (vmxnet3) stops the run with an error
+or is switched to generic, never a run that records nothing and exits 0. Every check below must print its CHECK
 line once, none FAIL. Skipped only when QEMU or the 6.12 headers are missing.
 """
 import glob
@@ -24,7 +24,9 @@ RUN = ROOT / "testbed" / "qemu" / "nics.sh"
 SKIP = 77  # nics.sh: QEMU, headers or build/hopscope missing
 CHECKS = sorted([f"{drv}_{mode}" for drv in ("virtio_net", "e1000e", "vmxnet3")
                  for mode in ("native", "generic", "auto")]
-                + ["virtio_net_native_local_and_drops", "dmesg_clean"])
+                + ["virtio_net_native_local_and_drops", "dmesg_clean"]
+                + [f"{drv}_tcp_{mode}" for drv, mode in (("virtio_net", "native"),
+                   ("virtio_net", "generic"), ("e1000e", "auto"), ("vmxnet3", "generic"))])
 
 
 def check_lines(out):
