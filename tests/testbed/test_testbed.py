@@ -432,7 +432,9 @@ def test_shield_keeps_the_router_cpu_and_gives_it_back(own, sleepers, mode, rout
     assert state(own.dir)["HS_TB_CPU_ROUTER"] == str(router)
     assert os.sched_getaffinity(free) == every - {router}
     assert os.sched_getaffinity(pinned) == {router}   # placed there on purpose
-    assert os.sched_getaffinity(0) == own.me - {router}
+    # a test run whose own CPUs are only the router's (another testbed's
+    # shield held when it started) is pinned there as well, and stays
+    assert os.sched_getaffinity(0) == (own.me - {router} or own.me)
     assert state(own.dir)["HS_TB_SHIELD"] == "1"
     assert f"CPU {router} kept for the router" in tb("status", env=own.env)
     os.sched_setaffinity(repinned, {router})    # someone's choice while up: kept
