@@ -27,7 +27,8 @@ def check_calibration(cal, least_samples):
     assert calibration.check(cal) is None
     assert set(cal["stages"]) == set(STAGE_NAMES)
     for s, c in cal["stages"].items():
-        assert c["samples"] >= least_samples, s
+        # t0 samples at random, 1 in 64 on average: half is 6 sd below at 3000
+        assert c["samples"] >= (least_samples // 2 if s == "t0" else least_samples), s
         assert 0 < c["floor_ns"] <= c["max_ns"] and c["spread_ns"] >= 0, s
     assert cal["backend"] == "ebpf"
     with open(CS) as f:
