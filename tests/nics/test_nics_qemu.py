@@ -24,9 +24,11 @@ RUN = ROOT / "testbed" / "qemu" / "nics.sh"
 SKIP = 77  # nics.sh: QEMU, headers or build/hopscope missing
 CHECKS = sorted([f"{drv}_{mode}" for drv in ("virtio_net", "e1000e", "vmxnet3")
                  for mode in ("native", "generic", "auto")]
-                + ["virtio_net_native_local_and_drops", "dmesg_clean"]
+                + ["virtio_net_native_local_and_drops", "virtio_net_gro", "dmesg_clean"]
                 + [f"{drv}_tcp_{mode}" for drv, mode in (("virtio_net", "native"),
-                   ("virtio_net", "generic"), ("e1000e", "auto"), ("vmxnet3", "generic"))])
+                   ("virtio_net", "generic"), ("e1000e", "auto"), ("vmxnet3", "generic"))]
+                + [f"{drv}_tap_{mode}" for drv, mode in (("virtio_net", "native"),
+                   ("virtio_net", "generic"), ("e1000e", "generic"))])
 
 
 def check_lines(out):
