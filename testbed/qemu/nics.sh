@@ -1,5 +1,6 @@
 #!/bin/sh
-# usage: testbed/qemu/nics.sh [SERIES]      SERIES: 6.12 (default; needs the BPF netfilter link)
+# usage: testbed/qemu/nics.sh [SERIES]      SERIES: 6.12 (default: the eBPF
+#   backend, which needs the BPF netfilter link) or 6.1 (the kernel module)
 # hopscope record on real drivers: boots Debian's kernel in QEMU (TCG) with
 # four emulated NICs per driver (virtio-net-pci, e1000e, vmxnet3), joined
 # pairwise as wires by QEMU hubs, the drivers taken out of the linux-image
@@ -14,6 +15,9 @@ work=${HS_QEMU_DIR:-$top/build/qemu}
 limit=${HS_QEMU_TIMEOUT:-300}
 cli=${HS_CLI:-$top/build/hopscope}
 series=${1:-6.12}
+# 6.1 has no BPF netfilter link: the module is its backend
+backend=ebpf
+[ "$series" = 6.1 ] && backend=kmod
 CC=${CC:-gcc}
 CFLAGS="-O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11"
 # driver, QEMU's device: in this order, driver D's NICs have MACs 52:54:00:0D:00:0N
@@ -37,16 +41,26 @@ for spec in $DRIVERS; do
 	drivers="$drivers ${spec%%:*}"
 	devices="$devices ${spec#*:}"
 done
+# virtio's PCI transport, where the kernel has it as a module (6.1), loads first
+buses=
+grep -q '^CONFIG_VIRTIO_PCI=m' "/usr/src/linux-headers-$rel/.config" && buses=virtio_pci
 t0=$(date +%s)
 # shellcheck disable=SC2086
-"$here/fetch-kernel.sh" "$rel" "$kdir" $drivers
+"$here/fetch-kernel.sh" "$rel" "$kdir" $buses $drivers
 echo $drivers | tr ' ' '\n' > "$dir/drivers"
 # every module once, dependencies first
-for drv in $drivers; do cat "$kdir/$drv.deps"; done | awk '!seen[$0]++' > "$dir/modules"
+for drv in $buses $drivers; do cat "$kdir/$drv.deps"; done | awk '!seen[$0]++' > "$dir/modules"
 kos=$(sed "s,^\(.*\)\$,$kdir/\1.ko," "$dir/modules")
+echo $backend > "$dir/backend"
+if [ $backend = kmod ]; then
+	. "$here/kmod-build.sh"
+	build_module "/usr/src/linux-headers-$rel" "$dir" || { echo "nics-qemu: $rel: module build failed"; exit 1; }
+	echo hopscope >> "$dir/modules"
+	kos="$kos $dir/src/kmod/hopscope.ko"
+fi
 # shellcheck disable=SC2086
 "$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/nics-guest.sh" $kos "$dir/drivers" \
-	"$dir/modules" -- "$work/tools/hs_udp" "$cli" "$ethtool"
+	"$dir/modules" "$dir/backend" -- "$work/tools/hs_udp" "$cli" "$ethtool"
 
 # NICs: for driver D, 1 (sender) and 2 (router in) on hub D1, 3 (router out)
 # and 4 (receiver) on hub D2: two wires. No option ROM: nothing boots from them

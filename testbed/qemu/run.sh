@@ -38,24 +38,8 @@ build_tools() {	# $CFLAGS is a list of flags: split on purpose
 	$CC $CFLAGS -static -I"$top/include" -o "$work/tools/hs_hsrcost" "$here/hs_hsrcost.c"
 }
 
-# KDIR DIR: a copy of the sources per kernel, so builds never mix. Built
-# through the root Kbuild, as a kernel tree enters it (obj-$(CONFIG_HOPSCOPE)
-# += kmod/); make kmod builds kmod/ directly, the other way in.
-build_module() {
-	rm -rf "$2/src"
-	mkdir -p "$2/src/kmod"
-	cp "$top"/Kbuild "$top"/Kconfig "$2/src/"
-	cp "$top"/kmod/Kbuild "$top"/kmod/*.c "$top"/kmod/*.h "$2/src/kmod/"
-	cp -r "$top/include" "$2/src/include"
-	make -s -C "$1" M="$2/src" CONFIG_HOPSCOPE=m modules >"$2/build.log" 2>&1 || {
-		cat "$2/build.log"
-		return 1
-	}
-	if grep -qi 'warning' "$2/build.log"; then
-		cat "$2/build.log"
-		return 1
-	fi
-}
+# build_module KDIR DIR
+. "$here/kmod-build.sh"
 
 run_series() {
 	kdir=$(headers "$1")
