@@ -10,6 +10,7 @@ import pytest
 import hopscope
 from hopscope.analysis import budget
 from hopscope.record import header as h
+from hopscope.record.load import probe_cost as load_probe_cost
 from hopscope.record.probecost import check, delay_floors, delay_stages, stage_costs
 from hopscope.record.reader import RecordFileError
 from hopscope.record.synth import probe_cost, write_synthetic
@@ -44,7 +45,7 @@ def test_a_capped_sample_is_said():
 
 
 def test_each_delay_holds_the_probes_that_run_inside_it():
-    pc = {"probe_cost": probe_cost(t1=T1, t2=T2, t3=T3, t4=T4)}
+    pc = stage_costs(probe_cost(t1=T1, t2=T2, t3=T3, t4=T4))
     f = delay_floors({"stages": ["t1", "t2", "t3", "t4"]}, pc)
     assert set(f) == {"d_iq", "d_p", "d_oq", "transit"}
     assert f["d_iq"]["floor_ns"] == pytest.approx(T1.mean())
@@ -58,7 +59,7 @@ def test_each_delay_holds_the_probes_that_run_inside_it():
 
 
 def test_an_optional_stage_adds_its_probe_to_the_delay_it_splits():
-    pc = {"probe_cost": probe_cost(t1=T1, t_tcin=TCIN, t2=T2, t3=T3)}
+    pc = stage_costs(probe_cost(t1=T1, t_tcin=TCIN, t2=T2, t3=T3))
     f = delay_floors({"stages": ["t1", "t_tcin", "t2", "t3", "t4"]}, pc)
     assert f["d_iq"]["stages"] == ["t1", "t_tcin"]
     assert f["d_iq"]["floor_ns"] == pytest.approx(T1.mean() + TCIN.mean())
@@ -66,12 +67,13 @@ def test_an_optional_stage_adds_its_probe_to_the_delay_it_splits():
 
 
 def test_a_delay_with_an_unsampled_probe_has_no_floor():
-    f = delay_floors({"stages": []}, {"probe_cost": probe_cost(t1=T1, t3=T3)})
+    f = delay_floors({"stages": []}, stage_costs(probe_cost(t1=T1, t3=T3)))
     assert "d_p" not in f and "transit" not in f and "d_iq" in f
 
 
 def test_files_without_probe_cost_say_so():
-    assert delay_floors({}, {"counters": {}}) is None
+    assert load_probe_cost({"counters": {}}) is None
+    assert load_probe_cost(None) is None
     assert delay_floors({}, None) is None
 
 

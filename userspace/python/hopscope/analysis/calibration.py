@@ -42,6 +42,6 @@ def make(df, traffic):
         "stages": {s: {"floor_ns": c["mean_ns"], "spread_ns": c["sd_ns"], "p50_ns": c["p50_ns"],
                        "p99_ns": c["p99_ns"], "max_ns": c["max_ns"], "samples": c["samples"]}
                    for s, c in costs.items()},
-        "delays": delay_floors({"stages": []}, a["counters"]) or {},
+        "delays": delay_floors({"stages": []}, costs),
         "idle": idle_delays(df),
     }

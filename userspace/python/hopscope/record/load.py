@@ -13,7 +13,7 @@ import pandas as pd
 from . import format as fmt
 from .format import DELAYS
 from . import calibration
-from .probecost import delay_floors, stage_costs
+from .probecost import check, delay_floors, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
 # record fields copied as they are, in column order
@@ -122,22 +122,22 @@ def to_dataframe(rf):
         problems.append(f"the header's calibration is left out: {why}")
     rf.problems.extend(problems)
     clock = clock_facts(rf.header)
+    costs = probe_cost(rf.counters)
     df.attrs.update(header=rf.header, trailer=rf.trailer, counters=rf.counters,
                     truncated=rf.truncated, path=rf.path, problems=list(rf.problems),
                     dropped_records=rf.dropped_records, notes=list(rf.notes),
                     clock=clock, clock_problems=clock_problems(clock, rf.header),
                     cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
-                    probe_cost=probe_cost(rf.counters),
-                    probe_floor=delay_floors(rf.header, rf.counters),
+                    probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
                     calibration=None if why else cal)
     return df
 
 
 def probe_cost(counters):
     """Per stage, what its probe costs the delay after its stamp (probecost.py);
-    None when the file has no probe cost."""
+    None when the file has no probe cost, or one not of the documented shape."""
     pc = (counters or {}).get("probe_cost")
-    return stage_costs(pc) if pc is not None else None
+    return stage_costs(pc) if pc is not None and not check(pc) else None
 
 
 def clock_facts(header):

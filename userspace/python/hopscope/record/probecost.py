@@ -77,14 +77,13 @@ def delay_stages(later, earlier, enabled):
     return [s for s in STAGE_NAMES[i:j] if s in enabled]
 
 
-def delay_floors(header, counters):
+def delay_floors(header, costs):
     """{delay column: {floor_ns, spread_ns, p99_ns, samples, stages}} for every
-    delay of the file whose stages were all sampled; None when the file has
-    no probe cost (--floor, a module older than ABI 2, files written before it)."""
-    pc = (counters or {}).get("probe_cost")
-    if pc is None or check(pc):
+    delay of the file whose stages were all sampled; costs: stage_costs() of
+    its probe_cost, None when the file has none (--floor, a module older than
+    ABI 2, files written before it), and then None."""
+    if costs is None:
         return None
-    costs = stage_costs(pc)
     enabled = set(header.get("stages") or ()) | set(CORE_STAGES)
     out = {}
     for col, later, earlier in DELAYS:

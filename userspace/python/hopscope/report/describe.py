@@ -79,14 +79,15 @@ def describe(df):
     tos = df["tos"].value_counts().sort_index()
     out.append(("tos", ", ".join(f"{k}: {v}" for k, v in tos.items())))
     complete = df["status"] == "complete"
-    rows = {r["delay"]: r for r in budget.delays(df)}
+    delays = budget.delays(df)
+    rows = {r["delay"]: r for r in delays}
     for col in rows:
         v = df[col][complete].dropna().to_numpy()
         if len(v):
             q = [x / 1e3 for x in (v.min(), *np.percentile(v, [50, 99]), v.max())]
             out.append((col, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)
                         + f" ({budget.floor_note(rows[col], 'us')})"))
-    out += budget_lines(df)
+    out += budget_lines(df, delays)
     tr = a["trailer"]
     if tr:
         us = tr.get("userspace") or {}
@@ -107,13 +108,14 @@ def _us(v, sign=""):
     return "?" if v is None else f"{sign}{v / 1e3:.3f} us"
 
 
-def budget_lines(df):
-    """The error budget (analysis/budget.py) as describe lines."""
+def budget_lines(df, delays):
+    """The error budget (analysis/budget.py) as describe lines; delays:
+    budget.delays(df)."""
     out = [("budget", "instant: where stamped; probe time before it (baseline); its uncertainty")]
     for r in budget.instants(df):
         out.append(("budget", f"{r['instant']}: {r['hook']}; {r['clock']}; baseline "
                               f"{_us(r['baseline_ns'])}; uncertainty {_us(r['uncertainty_ns'], '±')}"))
-    for r in budget.delays(df):
+    for r in delays:
         cross = (f"; {r['cross_cpu']} records across CPUs add the TSC offset"
                  if r["cross_cpu"] else "")
         idle = (f"; {r['idle']['packets']} packets that found the router idle: p50 "
