@@ -11,7 +11,6 @@ about 226 kpps of 200 B on one vCPU here, where ITGSend tops out at about
 """
 import importlib.machinery
 import importlib.util
-import json
 import os
 import subprocess
 import sys
@@ -133,11 +132,9 @@ def client_sent(proc, timeout):
         proc.communicate()
         raise BenchError("iperf3 client did not finish in time")
     try:
-        doc = json.loads(out)
-    except ValueError:
-        raise BenchError(f"iperf3 client: {err.strip() or out[-300:]}")
-    if doc.get("error"):
-        raise BenchError(f"iperf3 client: {doc['error']}")
+        doc = iperf.parse_json(out, "iperf3 client")
+    except RuntimeError as e:
+        raise BenchError(f"{e}{'; ' + err.strip() if err.strip() else ''}")
     return int(doc["end"]["sum"]["packets"]), float(doc["end"]["sum"]["seconds"])
 
 

@@ -40,15 +40,20 @@ def client_command(s, dest):
 
 
 def read_json(path):
-    """An iperf3 --json output; raises RuntimeError with iperf3's own error."""
+    """An iperf3 --json output file; raises RuntimeError with iperf3's own error."""
     with open(path) as f:
-        text = f.read()
+        return parse_json(f.read(), path)
+
+
+def parse_json(text, where):
+    """An iperf3 --json output's text; RuntimeError, naming where it came
+    from, when it is not iperf3 JSON or holds iperf3's own error."""
     try:
         doc = json.loads(text)
     except ValueError:
-        raise RuntimeError(f"{path}: not iperf3 JSON: {text[-300:]!r}")
+        raise RuntimeError(f"{where}: not iperf3 JSON: {text[-300:]!r}")
     if doc.get("error"):
-        raise RuntimeError(f"{path}: iperf3: {doc['error']}")
+        raise RuntimeError(f"{where}: iperf3: {doc['error']}")
     return doc
 
 
