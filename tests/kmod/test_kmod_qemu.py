@@ -16,10 +16,13 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from guestchecks import check_lines  # noqa: E402
 RUN = ROOT / "testbed" / "qemu" / "run.sh"
 GUEST = ROOT / "testbed" / "qemu" / "guest.sh"
 SKIP = 77  # run.sh: QEMU or headers missing
@@ -54,15 +57,6 @@ def expected_checks(series, script=None):
             names.append(name)
     assert not [n for n in names if "$" in n], names  # a name this parser cannot expand
     return sorted(set(names))
-
-
-def check_lines(out):
-    """{name: status} of run.sh's echo of the guest's CHECK lines; a name
-    printed twice is an error."""
-    found = re.findall(r"^  (\S+) (ok|FAIL|SKIP)\b", out, re.M)
-    names = [n for n, _ in found]
-    assert len(names) == len(set(names)), f"a check printed twice: {names}"
-    return dict(found)
 
 
 def check_result(series, out, script=None):

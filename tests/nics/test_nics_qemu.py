@@ -16,10 +16,13 @@ import pathlib
 import re
 import shutil
 import subprocess
+import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests"))
+from guestchecks import check_lines  # noqa: E402
 RUN = ROOT / "testbed" / "qemu" / "nics.sh"
 SKIP = 77  # nics.sh: QEMU, headers or build/hopscope missing
 DRIVERS = ("virtio_net", "e1000e", "vmxnet3")
@@ -35,15 +38,6 @@ CHECKS = {
     "6.1": sorted([f"{drv}_{kind}kmod" for drv in DRIVERS for kind in ("", "tap_")]
                   + ["dmesg_clean"]),
 }
-
-
-def check_lines(out):
-    """{name: status} of nics.sh's echo of the guest's CHECK lines; a name
-    printed twice is an error."""
-    found = re.findall(r"^  (\S+) (ok|FAIL|SKIP)\b", out, re.M)
-    names = [n for n, _ in found]
-    assert len(names) == len(set(names)), f"a check printed twice: {names}"
-    return dict(found)
 
 
 @pytest.mark.parametrize("series", sorted(CHECKS))
