@@ -1,8 +1,8 @@
 #!/bin/sh
 # usage: mkinitramfs.sh OUT.cpio.gz INIT KO... -- BIN...
 # A minimal initramfs: busybox, the host's ip (busybox ip has no netns) and
-# the shared libraries of every dynamic binary, the modules in /lib/hs, INIT
-# as /init, the binaries in /bin.
+# the shared libraries of every dynamic binary, the modules and guest-lib.sh
+# in /lib/hs, INIT as /init, the binaries in /bin.
 set -eu
 out=$1 init=$2
 shift 2
@@ -23,6 +23,8 @@ cp /bin/busybox "$root/bin/busybox"	# busybox-static
 ipbin=$(command -v ip)
 cp "$ipbin" "$root/usr/sbin/ip"
 copy_libs "$ipbin"
+# every guest's /init sources it first
+cp "$(dirname "$0")/guest-lib.sh" "$root/lib/hs/"
 while [ $# -gt 0 ] && [ "$1" != -- ]; do
 	cp "$1" "$root/lib/hs/"
 	shift

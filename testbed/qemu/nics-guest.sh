@@ -13,41 +13,12 @@
 # "CHECK name ok|FAIL|SKIP detail", a "NICROW" line per run for the table and
 # one "RESULT kernel=RELEASE pass=N fail=N skip=N" line, then powers off.
 
-export PATH=/bin:/sbin:/usr/bin:/usr/sbin
-if [ $$ = 1 ]; then
-	/bin/busybox mkdir -p /sbin /usr/bin /usr/sbin
-	/bin/busybox --install -s
-	mount -t proc proc /proc
-	mount -t sysfs sys /sys
-	mount -t devtmpfs dev /dev
-	mount -t tmpfs tmp /tmp
-	mount -t tmpfs run /run
-	mkdir -p /run/netns /var
-	ln -s /run /var/run
-	exec >/dev/console 2>&1
-	grep -q hs.trace /proc/cmdline && set -- -x
-	sh "$@" /init tests
-	echo "guest: the test script ended with status $?"
-	poweroff -f
-fi
-
-ip() { /usr/sbin/ip "$@"; }
-NS_EXEC="/usr/sbin/ip netns exec"
+. /lib/hs/guest-lib.sh
 COUNT=300	# datagrams a run: TCG forwards a few thousand a second
 GAP=300		# microseconds between them: no emulated ring overflows
 TCP_BYTES=200000	# about 140 segments
 GRO_BYTES=2000000	# about 1400 segments: what GRO merges untraced
 
-pass=0 fail=0 skip=0
-expect() {	# CHECK-NAME DETAIL TEST-ARGS...
-	_check=$1 _detail=$2
-	shift 2
-	if [ "$@" ]; then
-		pass=$((pass + 1)); echo "CHECK $_check ok $_detail"
-	else
-		fail=$((fail + 1)); echo "CHECK $_check FAIL $_detail"
-	fi
-}
 num() {	# FILE KEY: the number after KEY in hopscope's summary, -1 when missing
 	_v=$(sed -n "s/.* $2 \([0-9]*\).*/\1/p" "$1" | tail -n 1)
 	echo "${_v:--1}"

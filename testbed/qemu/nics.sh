@@ -11,6 +11,8 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
+# build_module KDIR DIR, boot_guest LABEL DIR KERNEL [QEMU ARGS]
+. "$here/lib.sh"
 work=${HS_QEMU_DIR:-$top/build/qemu}
 limit=${HS_QEMU_TIMEOUT:-300}
 cli=${HS_CLI:-$top/build/hopscope}
@@ -53,7 +55,6 @@ for drv in $buses $drivers; do cat "$kdir/$drv.deps"; done | awk '!seen[$0]++' >
 kos=$(sed "s,^\(.*\)\$,$kdir/\1.ko," "$dir/modules")
 echo $backend > "$dir/backend"
 if [ $backend = kmod ]; then
-	. "$here/kmod-build.sh"
 	build_module "/usr/src/linux-headers-$rel" "$dir" || { echo "nics-qemu: $rel: module build failed"; exit 1; }
 	echo hopscope >> "$dir/modules"
 	kos="$kos $dir/src/kmod/hopscope.ko"
@@ -73,26 +74,4 @@ for dev in $devices; do
 			-device "$dev,netdev=n$d$n,mac=52:54:00:0$d:00:0$n,romfile="
 	done
 done
-t1=$(date +%s)
-# thread=single: see README.md (a stale int3 after a tracepoint's patching)
-timeout "$limit" qemu-system-x86_64 -accel tcg,thread=single -cpu max -m 1024 -smp 2 -nographic \
-	-no-reboot -nodefaults -serial stdio -kernel "$kdir/vmlinuz" "$@" \
-	-initrd "$dir/initrd.gz" -append "console=ttyS0 panic=-1 quiet rdinit=/init ${HS_QEMU_APPEND:-}" \
-	</dev/null >"$dir/console.log" 2>&1 || true
-t2=$(date +%s)
-tr -d '\r' <"$dir/console.log" >"$dir/console.txt"
-sed -n 's/^CHECK /  /p; s/^NICROW /  row /p' "$dir/console.txt"
-result=$(grep '^RESULT ' "$dir/console.txt" || true)
-echo "nics-qemu: $rel: ${result:-no RESULT line (guest hung or crashed, see $dir/console.txt)}" \
-	"(prepare $((t1 - t0)) s, guest $((t2 - t1)) s)"
-case $result in
-*" fail=0 "*) ;;
-*)
-	[ -n "$result" ] || tail -n 40 "$dir/console.txt"
-	exit 1
-	;;
-esac
-if grep -qE 'Kernel panic|Oops|BUG:' "$dir/console.txt"; then
-	echo "nics-qemu: $rel: the console shows a kernel error"
-	exit 1
-fi
+boot_guest nics-qemu "$dir" "$kdir/vmlinuz" "$@" || exit 1

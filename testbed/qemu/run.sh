@@ -38,8 +38,8 @@ build_tools() {	# $CFLAGS is a list of flags: split on purpose
 	$CC $CFLAGS -static -I"$top/include" -o "$work/tools/hs_hsrcost" "$here/hs_hsrcost.c"
 }
 
-# build_module KDIR DIR
-. "$here/kmod-build.sh"
+# build_module KDIR DIR, boot_guest LABEL DIR KERNEL [QEMU ARGS]
+. "$here/lib.sh"
 
 run_series() {
 	kdir=$(headers "$1")
@@ -58,30 +58,7 @@ run_series() {
 	# shellcheck disable=SC2086
 	"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/guest.sh" "$dir/veth.ko" \
 		"$dir/src/kmod/hopscope.ko" -- $bins
-	t1=$(date +%s)
-	# thread=single: with one host thread per vCPU the guest oopsed on a stale
-	# int3 after the kernel patched a tracepoint under traffic (README.md)
-	timeout "$limit" qemu-system-x86_64 -accel tcg,thread=single -cpu max -m 1024 -smp 2 -nographic \
-		-no-reboot -nic none -nodefaults -serial stdio -kernel "$dir/vmlinuz" \
-		-initrd "$dir/initrd.gz" -append "console=ttyS0 panic=-1 quiet rdinit=/init ${HS_QEMU_APPEND:-}" \
-		</dev/null >"$dir/console.log" 2>&1 || true
-	t2=$(date +%s)
-	tr -d '\r' <"$dir/console.log" >"$dir/console.txt"
-	sed -n 's/^CHECK /  /p' "$dir/console.txt"
-	result=$(grep '^RESULT ' "$dir/console.txt" || true)
-	echo "kmod-qemu: $rel: ${result:-no RESULT line (guest hung or crashed, see $dir/console.txt)}" \
-		"(prepare $((t1 - t0)) s, guest $((t2 - t1)) s)"
-	case $result in
-	*" fail=0 "*) ;;
-	*)
-		[ -n "$result" ] || tail -n 40 "$dir/console.txt"
-		return 1
-		;;
-	esac
-	if grep -qE 'Kernel panic|Oops|BUG:' "$dir/console.txt"; then
-		echo "kmod-qemu: $rel: the console shows a kernel error"
-		return 1
-	fi
+	boot_guest kmod-qemu "$dir" "$dir/vmlinuz" -nic none
 }
 
 [ $# -gt 0 ] || set -- 6.1 6.12
