@@ -1,11 +1,13 @@
 """Coffee breaks: planted ones found with their durations and interoccurrence,
 the conservative rules for what is not known, and a brute-force cross-check."""
 import numpy as np
+import pandas as pd
 import pytest
 
 from frames import BIG, frame
 from hopscope.analysis import analyse
-from hopscope.analysis.coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns, interoccurrence
+from hopscope.analysis.coffee import (DEFAULT_MIN_NS, at_least, coffee_breaks, idle_floor_ns,
+                                     interoccurrence, interoccurrence_stats, sweep)
 
 
 def pipeline(n, planted=(), dropped=(), ip_len=None, base=BIG):
@@ -49,6 +51,7 @@ def test_planted_breaks():
     assert list(b["packets_since_previous"]) == [100, 390, 390, 120, 270]
     assert list(interoccurrence(b)) == [390, 390, 120, 270]
     assert b.attrs["min_duration_ns"] == DEFAULT_MIN_NS == 1000
+    assert b.attrs["arrival"] == "t1"  # no t0 in this run
     assert (b.attrs["shorter"], b.attrs["open"], b.attrs["negative"]) == (1, 0, 0)
     assert b.attrs["missing_stages"] == []
 
@@ -91,8 +94,9 @@ def test_link_time_keeps_the_output_busy():
 def test_backlog_as_part_of_the_input_queue():
     # packet 1 waits in the backlog from 1000, reaches XDP (t1) only at 3000
     df = frame([0, 3000], [100, 4500], [200, 4600], [300, 4700], t0=[0, 1000])
-    assert list(coffee_breaks(df)["duration_ns"]) == [4500 - 3000]
-    assert list(coffee_breaks(df, arrival="t0")["duration_ns"]) == [4500 - 1000]
+    assert list(coffee_breaks(df, arrival="t1")["duration_ns"]) == [4500 - 3000]
+    b = coffee_breaks(df)  # t0 recorded: the paper's placement, before the backlog
+    assert list(b["duration_ns"]) == [4500 - 1000] and b.attrs["arrival"] == "t0"
     with pytest.raises(ValueError, match="t0 was not recorded"):
         coffee_breaks(pipeline(3)[0], arrival="t0")
 
@@ -183,3 +187,107 @@ def test_idle_floor_unknown_when_the_router_is_never_idle():
     df = frame(t1, [t + 800 for t in t1], [t + 900 for t in t1], [t + 950 for t in t1])
     assert idle_floor_ns(df) is None
     assert analyse(df).min_break_ns == DEFAULT_MIN_NS
+
+
+def test_a_higher_minimum_keeps_the_longer_breaks_and_recounts_between_them():
+    df, _ = pipeline(1500, PLANTED)
+    every = coffee_breaks(df, 0)
+    for least in (0, 600, 3000, 4000, 5000, 6000):
+        got, fresh = at_least(every, least), coffee_breaks(df, least)
+        pd.testing.assert_frame_equal(got, fresh)
+        assert got.attrs == fresh.attrs
+    with pytest.raises(ValueError, match="cannot lower"):
+        at_least(coffee_breaks(df, 4000), 1000)
+
+
+def test_interoccurrence_stats_name_the_papers_mode():
+    # 390 most often (the paper's "very likely after about 390"), the mean
+    # pulled up by rare long gaps, the median between
+    gaps = [390] * 4 + [392, 398, 399] + [120, 2000, 3000, 5000, 6000]
+    st = interoccurrence_stats(gaps)
+    assert st == {"count": 12, "mode": 390, "median": 395.0, "mean": sum(gaps) / 12}
+    # the most populated 10-packet bin wins over a value repeated twice elsewhere
+    assert interoccurrence_stats([50, 50, 391, 392, 393, 394])["mode"] == 391
+    nothing = interoccurrence_stats([])
+    assert nothing["count"] == 0 and np.isnan(nothing["mode"]) and np.isnan(nothing["mean"])
+
+
+def idle_pipeline():
+    """A planted trace for the sweep: 400 packets that find the router idle
+    (200 µs apart), waiting 1000 + (i % 100) * 10 ns from t1 to t2 and 20 µs
+    more from t0, then a busy stretch of 1500 packets with breaks of 800 ns
+    every 100 packets and of 3 µs every 400 (one arrival waits each time)."""
+    t0, t1, t2, t3, t4 = [], [], [], [], []
+    now = 0
+    for i in range(400):
+        now += 200_000
+        wait = 1000 + (i % 100) * 10
+        t0.append(now - 20_000)
+        t1.append(now)
+        t2.append(now + wait)
+        t3.append(now + wait + 300)
+        t4.append(now + wait + 500)
+    now = t4[-1] + 100_000
+    for i in range(1, 1501):
+        idle = 3000 if i % 400 == 0 else 800 if i % 100 == 0 else 0
+        start = now + idle
+        arrive = start - max(idle, 400)  # waits through the idle time
+        t0.append(arrive - 100)
+        t1.append(arrive)
+        t2.append(start)
+        t3.append(start + 300)
+        t4.append(start + 500)
+        now = start + 500
+    return frame(t1, t2, t3, t4, t0=t0)
+
+
+def test_sweep_on_a_planted_trace():
+    df = idle_pipeline()
+    sw = sweep(df, min_us=(0.5, 2, 25), quantiles=(0.5, 0.99))
+    assert list(sw["arrival"].unique()) == ["t0", "t1"]
+    assert sw["packets"].eq(1900).all()
+    t1 = sw[sw["arrival"] == "t1"].set_index(["rule", "min_ns"])
+    # 0.5 µs: every idle packet's own wait is a "break" (399: the first has
+    # no gap before it), then the 12 of 800 ns and the 3 of 3 µs; the mode,
+    # 1 packet, says the router was mostly idle
+    low = t1.loc[("fixed", 500)]
+    assert (low["breaks"], low["mode"]) == (399 + 12 + 3, 1)
+    # 2 µs: above every idle wait, only the 3 µs breaks: 400 packets apart
+    # (shorter: also the first busy packet's 400 ns wait)
+    mid = t1.loc[("fixed", 2000)]
+    assert (mid["breaks"], mid["shorter"], mid["count"]) == (3, 399 + 12 + 1, 2)
+    assert (mid["mode"], mid["median"], mid["mean"]) == (400, 400, 400)
+    # the idle floor: a quantile of the idle waits, 1000..1990 ns and the first
+    # busy packet's 400 (the first packet has no predecessor: not counted);
+    # the waits at or above it are still counted, with the 3 µs breaks
+    waits = np.r_[np.tile(1000 + np.arange(100) * 10, 4)[1:], 400]
+    floor = sw[(sw["arrival"] == "t1") & (sw["rule"] == "idle floor")].set_index("quantile")
+    for q in (0.5, 0.99):
+        least = int(np.quantile(waits, q))
+        assert floor.loc[q, "floor_ns"] == np.quantile(waits, q)
+        assert floor.loc[q, "min_ns"] == least == idle_floor_ns(df, q, "t1")
+        assert floor.loc[q, "breaks"] == np.count_nonzero(waits[:-1] >= least) + 3
+    # from t0 each idle packet waits 20 µs more, so its floor is 20 µs higher,
+    # and the planted breaks start 100 ns earlier (the backlog)
+    t0 = sw[sw["arrival"] == "t0"].set_index(["rule", "min_ns"])
+    assert t0.loc[("fixed", 2000)]["breaks"] == 399 + 3
+    assert t0.loc[("fixed", 25_000)]["breaks"] == 0
+    f0 = sw[(sw["arrival"] == "t0") & (sw["rule"] == "idle floor")].set_index("quantile")
+    from_t0 = waits + np.r_[[20_000] * 399, 100]
+    assert f0.loc[0.99, "min_ns"] == int(np.quantile(from_t0, 0.99))
+    assert f0.loc[0.99, "breaks"] == np.count_nonzero(from_t0 >= f0.loc[0.99, "min_ns"])
+    # the same numbers as finding the breaks anew at each minimum
+    for r in sw.itertuples():
+        b = coffee_breaks(df, r.min_ns, r.arrival)
+        assert r.breaks == len(b) and r.total_ns == b["duration_ns"].sum()
+        assert r.count == len(interoccurrence(b))
+
+
+def test_sweep_without_an_idle_router_has_no_floor():
+    df, _ = pipeline(600, [(100, 5000, None), (490, 5000, None)])
+    sw = sweep(df)
+    assert list(sw["arrival"].unique()) == ["t1"]
+    floor = sw[sw["rule"] == "idle floor"]
+    assert floor["floor_ns"].isna().all() and (floor["min_ns"] == DEFAULT_MIN_NS).all()
+    assert list(sw[sw["rule"] == "fixed"]["min_ns"]) == [500, 1000, 2000, 5000, 10000, 20000]
+    assert list(sw[sw["rule"] == "fixed"]["breaks"]) == [2, 2, 2, 2, 0, 0]

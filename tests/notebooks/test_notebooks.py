@@ -40,6 +40,7 @@ PROBES = {
                    '"d_oq_p99": mine[mine.stage == "d_oq"].set_index("tos")["p99"].to_dict(), '
                    '"dropped": where.groupby("tos")["packets"].sum().to_dict()',
     "queues_coffee": '"path": PATH, "breaks": len(a.coffee_breaks), '
+                     '"arrival": a.coffee_breaks.attrs["arrival"], '
                      '"min_break_ns": a.min_break_ns, "output_max": int(a.output_queue.n.max())',
     "overhead": '"path": PATH, "untraced_64": summary.loc["64 B", "untraced_kpps"], '
                 '"programs": len(ns)',
@@ -58,7 +59,7 @@ class Packets:
 
     def __init__(self, path):
         raw = Raw(path)
-        self.t = {s: raw.t(s) for s in ("t1", "t2", "t3", "t4")}
+        self.t = {s: raw.t(s) for s in ("t0", "t1", "t2", "t3", "t4")}
         self.tos, self.status = raw.records["tos"], raw.records["status"]
         self.complete = raw.status("complete")
         self.dropped = raw.status("dropped")
@@ -80,32 +81,34 @@ def output_queue_max(p):
     return int(inside.max())
 
 
-def idle_floor(p):
-    """p99.9 of t2-t1 over complete packets that arrived with the router
-    empty for IDLE_GAP_NS (after every earlier packet's t4)."""
-    order = np.argsort(p.t["t1"][p.complete], kind="stable")
-    t1, t2, t4 = (p.t[s][p.complete][order] for s in ("t1", "t2", "t4"))
+def idle_floor(p, arrival):
+    """p99.9 of t2 - arrival over complete packets that arrived with the
+    router empty for IDLE_GAP_NS (after every earlier packet's t4)."""
+    seen = p.complete & (p.t[arrival] != 0)
+    order = np.argsort(p.t[arrival][seen], kind="stable")
+    t_in, t2, t4 = (p.t[s][seen][order] for s in (arrival, "t2", "t4"))
     idle, last_exit = [], None
-    for a, b, d in zip(t1, t2, t4):
+    for a, b, d in zip(t_in, t2, t4):
         if last_exit is not None and a > last_exit + IDLE_GAP_NS:
             idle.append(b - a)
         last_exit = d if last_exit is None else max(last_exit, d)
     return int(np.quantile(idle, 0.999))
 
 
-def coffee_break_count(p, min_ns):
+def coffee_break_count(p, min_ns, arrival):
     """Breaks of at least min_ns: the router idle (no packet between t2 and
     its exit: t4, or the next t2 when its exit is unknown) while a packet
-    waits (t1 <= t < t2); from a gap's start, or the earliest t1 among the
-    packets still waiting at its end, to its end. Not before the first t2."""
-    t1, t2, t3, t4 = p.t["t1"], p.t["t2"], p.t["t3"], p.t["t4"]
+    waits (arrival <= t < t2); from a gap's start, or the earliest arrival
+    among the packets still waiting at its end, to its end. Not before the
+    first t2."""
+    t2, t3, t4 = p.t["t2"], p.t["t3"], p.t["t4"]
     rows = np.flatnonzero(t2)
     rows = rows[np.argsort(t2[rows], kind="stable")]
     starts = t2[rows]
     closed = (t3[rows] != 0) & (t4[rows] != 0) & (starts <= t3[rows]) & (t3[rows] <= t4[rows])
     nxt = starts[np.minimum(np.searchsorted(starts, starts, "right"), len(starts) - 1)]
     leave = np.where(closed, t4[rows], nxt)
-    arrive = t1[rows]
+    arrive = p.t[arrival][rows]
     waits = (arrive != 0) & (arrive <= starts)
     # earliest arrival among the packets from the i-th in t2 order on
     earliest, low = [0] * len(rows), None
@@ -191,8 +194,9 @@ def test_queues_coffee(tmp_path):
     path = os.path.join(DATA, "competitive.hsr")
     assert got["path"] == path and images >= FIGURES["queues_coffee"]
     p = Packets(path)
-    assert got["min_break_ns"] == max(MIN_BREAK_NS, idle_floor(p))
-    assert got["breaks"] == coffee_break_count(p, got["min_break_ns"]) > 0
+    assert got["arrival"] == "t0"  # recorded: the paper's placement, before the backlog
+    assert got["min_break_ns"] == max(MIN_BREAK_NS, idle_floor(p, "t0"))
+    assert got["breaks"] == coffee_break_count(p, got["min_break_ns"], "t0") > 0
     assert got["output_max"] == output_queue_max(p) > 1
 
 

@@ -1,5 +1,10 @@
 """Coffee breaks: the router idles while work waits.
 
+The paper (Angrisani et al., IEEE TIM 2006, Sec. III) names so the intervals
+"during which the router does not process any packet even though output
+queues are empty and output link is not busy", and counts how many packets
+leave the input queue between two of them (Sec. IV-D, Fig. 7c).
+
 A coffee break is a maximal interval during which a packet is waiting in the
 input queue (arrival <= t < t2) while no packet is being processed
 (t2 <= t < t3), the output queue is empty (t3 <= t < t4) and the output link
@@ -11,6 +16,14 @@ start a downstream interval), so the queue only fills: the break runs from
 the earliest arrival still waiting at the gap's end (or the gap's start, if
 later) to the gap's end, the t2 of the packet that ends it.
 
+Where a packet joins the input queue (the arrival) is a choice, and every
+result says which it used (attrs["arrival"]):
+- "t0" (netif_rx): before the input backlog. The paper stamped arrival in
+  its input card's driver, before the input queue: this is its placement on
+  the veth testbed, and the default when the run recorded t0.
+- "t1" (XDP): after the backlog, where the router's CPU takes the packet;
+  the default otherwise.
+
 The result never invents a break:
 - a packet seen at t2 whose exit is not known (dropped, still inside, stages
   out of order) is taken as busy until the next packet reaches t2;
@@ -19,9 +32,18 @@ The result never invents a break:
   not recorded).
 Those packets are counted in the result's attrs.
 
+The shortest break counted is chosen without looking at the breaks: a packet
+that finds the router idle still takes some time from its arrival to t2 (skb
+building, the probes, a CPU waking up), and the stage timestamps alone would
+call that a break. idle_floor_ns() measures it on the run itself, over the
+packets that found the router idle; analyse() counts breaks above it (at
+least DEFAULT_MIN_NS). sweep() shows how the answer moves with that choice.
+
 Interoccurrence is counted as the paper does (Fig. 7c): the number of
 packets that left the input queue (reached t2) from the end of one break to
-the start of the next; the paper saw a new break about every 390 packets.
+the start of the next. The paper's "a new coffee break is very likely to
+occur after about 390 packets" is the peak of that histogram, its mode:
+interoccurrence_stats() gives it, with the median and the mean beside it.
 """
 import numpy as np
 import pandas as pd
@@ -34,35 +56,49 @@ DEFAULT_MIN_NS = 1000
 IDLE_GAP_NS = 50_000     # no packet in the router for this long: it is idle
 IDLE_QUANTILE = 0.999
 IDLE_MIN_PACKETS = 100
+# the choices sweep() varies: the shortest break (µs) and the idle floor's quantile
+SWEEP_MIN_US = (0.5, 1, 2, 5, 10, 20)
+SWEEP_QUANTILES = (0.99, 0.999, 0.9999)
+# the mode is looked for in bins this wide: one exact value of a spread-out
+# count is as rare as its neighbours, the histogram's peak is not
+MODE_BIN_PACKETS = 10
+ARRIVALS = {"t0": "netif_rx, before the input backlog (the paper's input hook)",
+            "t1": "XDP, after the input backlog"}
 COLUMNS = ("start_ns", "end_ns", "duration_ns", "packets_since_previous")
 _NEVER = np.iinfo(np.int64).max  # arrival of a packet not taken as waiting
 
 
-def coffee_breaks(df, min_duration_ns=DEFAULT_MIN_NS, arrival="t1", link_bps=None):
+def default_arrival(df):
+    """"t0" when the run recorded it (the paper's placement), else "t1"."""
+    return "t0" if "t0" in df.columns and bool(df["t0"].to_numpy().any()) else "t1"
+
+
+def coffee_breaks(df, min_duration_ns=DEFAULT_MIN_NS, arrival=None, link_bps=None):
     """DataFrame(start_ns, end_ns, duration_ns, packets_since_previous), one
     row per break of at least min_duration_ns, in time order; the first row's
     packets_since_previous counts from the start of the recording.
 
-    arrival: the stage at which a packet joins the input queue ("t0" puts the
-    backlog in it when t0 was recorded). link_bps: the output link's rate, to
-    keep it busy while a frame is on the wire; None for veth or unknown.
-    attrs: min_duration_ns; shorter (breaks left out as too short); open
-    (packets seen at t2 with no known exit, taken as busy); negative (stages
-    out of order); not_waiting (arrived, never reached t2); missing_stages
-    (stages no packet was seen at: then nothing can be found).
+    arrival: the stage at which a packet joins the input queue, "t0" or "t1"
+    (None: default_arrival). link_bps: the output link's rate, to keep it
+    busy while a frame is on the wire; None for veth or unknown.
+    attrs: arrival; min_duration_ns; shorter (breaks left out as too short);
+    open (packets seen at t2 with no known exit, taken as busy); negative
+    (stages out of order); not_waiting (arrived, never reached t2);
+    missing_stages (stages no packet was seen at: then nothing can be found).
     """
     if min_duration_ns < 0:
         raise ValueError(f"min_duration_ns must be >= 0, not {min_duration_ns}")
+    arrival = arrival or default_arrival(df)
     stages = (arrival, "t2", "t3", "t4")
     for stage in stages:
         if stage not in df.columns:
             raise ValueError(f"stage {stage} was not recorded in this run")
     t = {s: df[s].to_numpy(np.int64) for s in stages}
-    attrs = dict(min_duration_ns=int(min_duration_ns), shorter=0, open=0, negative=0,
+    attrs = dict(arrival=arrival, min_duration_ns=0, shorter=0, open=0, negative=0,
                  not_waiting=int(np.count_nonzero((t[arrival] != 0) & (t["t2"] == 0))),
                  missing_stages=[s for s in stages if not t[s].any()])
     if attrs["missing_stages"]:  # e.g. no t4: the output's state is unknown
-        return _table([], [], [], attrs)
+        return at_least(_table([], [], [], attrs), min_duration_ns)
 
     # packets seen at t2 in t2 order; each column gathered once (memory is
     # the cost here: fresh pages are slow on a VM)
@@ -90,16 +126,45 @@ def coffee_breaks(df, min_duration_ns=DEFAULT_MIN_NS, arrival="t1", link_bps=Non
     earliest = waiting_since[k]
     start = np.maximum(gap_start, earliest)
     found = earliest < gap_end
-    long_enough = found & (gap_end - start >= min_duration_ns)
-    attrs["shorter"] = int(np.count_nonzero(found & ~long_enough))
-    k = k[long_enough]
-    return _table(start[long_enough], gap_end[long_enough], np.diff(k, prepend=0), attrs)
+    k = k[found]
+    return at_least(_table(start[found], gap_end[found], np.diff(k, prepend=0), attrs),
+                    min_duration_ns)
+
+
+def at_least(breaks, min_duration_ns):
+    """The breaks of a coffee_breaks() table at least min_duration_ns long,
+    their packets_since_previous counted again between those kept (a table
+    found with a smaller minimum gives the same as finding them anew)."""
+    if min_duration_ns < breaks.attrs["min_duration_ns"]:
+        raise ValueError(f"these breaks are all at least {breaks.attrs['min_duration_ns']} ns;"
+                         f" cannot lower the minimum to {min_duration_ns}")
+    keep = breaks["duration_ns"].to_numpy() >= min_duration_ns
+    ends = np.cumsum(breaks["packets_since_previous"].to_numpy(np.int64))[keep]
+    attrs = dict(breaks.attrs, min_duration_ns=int(min_duration_ns),
+                 shorter=breaks.attrs["shorter"] + int(np.count_nonzero(~keep)))
+    return _table(breaks["start_ns"].to_numpy()[keep], breaks["end_ns"].to_numpy()[keep],
+                  np.diff(ends, prepend=0), attrs)
 
 
 def interoccurrence(breaks):
     """Packets that left the input queue between consecutive breaks (int64,
     one fewer than the breaks)."""
     return breaks["packets_since_previous"].to_numpy(np.int64)[1:]
+
+
+def interoccurrence_stats(gaps, bin_packets=MODE_BIN_PACKETS):
+    """{"count", "mode", "median", "mean"} of interoccurrence() values; NaN
+    (count 0) with none. mode is the paper's statistic ("very likely after
+    about N packets"): the most frequent value within the most populated bin
+    of bin_packets (the lowest such bin and value on a tie)."""
+    gaps = np.asarray(gaps, np.int64)
+    if not len(gaps):
+        return {"count": 0, "mode": np.nan, "median": np.nan, "mean": np.nan}
+    bins, per_bin = np.unique(gaps // bin_packets, return_counts=True)
+    peak = bins[np.argmax(per_bin)]
+    values, n = np.unique(gaps[gaps // bin_packets == peak], return_counts=True)
+    return {"count": int(len(gaps)), "mode": int(values[np.argmax(n)]),
+            "median": float(np.median(gaps)), "mean": float(gaps.mean())}
 
 
 def _table(start, end, since, attrs):
@@ -109,29 +174,67 @@ def _table(start, end, since, attrs):
     return out
 
 
-def idle_floor_ns(df, quantile=IDLE_QUANTILE):
-    """How long a packet that finds the router idle spends between t1 and t2
-    anyway (the quantile of d_iq over packets arriving when no packet had been
-    in the router for IDLE_GAP_NS): skb building, GRO, the probes themselves.
-    Nothing waits there, yet the stage timestamps alone would call it a break,
-    so breaks are counted only above it. Measured here: p99.9 1.6 µs on the
+def idle_waits(df, arrival=None):
+    """t2 − arrival (ns, float) of the complete packets that found the router
+    idle (found_idle): what a packet waits with nothing in its way."""
+    arrival = arrival or default_arrival(df)
+    c, idle = found_idle(df, list(dict.fromkeys([arrival, "t2", "t4"])), arrival)
+    return (c["t2"].to_numpy(np.int64)[idle] - c[arrival].to_numpy(np.int64)[idle]).astype(float)
+
+
+def idle_floor_ns(df, quantile=IDLE_QUANTILE, arrival=None):
+    """How long a packet that finds the router idle waits from its arrival
+    to t2 anyway (the quantile of idle_waits): skb building, GRO, the probes
+    themselves, and from t0 the router's CPU waking up. Nothing waits there,
+    yet the stage timestamps alone would call it a break, so breaks are
+    counted only above it. Measured here: p99.9 of t2 − t1 1.6 µs on the
     default testbed at 14000 pps, 6.6-7.2 µs on runs recording t0 as well
-    (docs/measurements.md: 150-250 ns of each stage gap is the probe). None with fewer
-    than IDLE_MIN_PACKETS such packets (a router never idle)."""
-    c, idle = found_idle(df, ["t1", "t4", "d_iq"])
-    if idle.sum() < IDLE_MIN_PACKETS:
+    (docs/measurements.md: 150-250 ns of each stage gap is the probe). None
+    with fewer than IDLE_MIN_PACKETS such packets (a router never idle)."""
+    waits = idle_waits(df, arrival)
+    if len(waits) < IDLE_MIN_PACKETS:
         return None
-    return int(np.quantile(c["d_iq"].to_numpy()[idle], quantile))
+    return int(np.quantile(waits, quantile))
 
 
-def found_idle(df, columns=None):
-    """The complete packets (those columns, t1 and t4 among them) in t1 order,
-    and which of them arrived when no packet had been in the router for
-    IDLE_GAP_NS: they found it idle."""
+def found_idle(df, columns=None, arrival="t1"):
+    """The complete packets (those columns, arrival and t4 among them) in
+    arrival order, and which of them arrived when no packet had been in the
+    router for IDLE_GAP_NS: they found it idle."""
     c = df.loc[(df["status"] == "complete").to_numpy(), columns if columns else slice(None)]
-    c = c.sort_values("t1", kind="stable")
-    t1, t4 = c["t1"].to_numpy(np.int64), c["t4"].to_numpy(np.int64)
+    c = c[c[arrival].to_numpy() != 0].sort_values(arrival, kind="stable")
+    t, t4 = c[arrival].to_numpy(np.int64), c["t4"].to_numpy(np.int64)
     if not len(c):
         return c, np.zeros(0, bool)
     last_exit = np.maximum.accumulate(t4)
-    return c, np.r_[False, t1[1:] > last_exit[:-1] + IDLE_GAP_NS]
+    return c, np.r_[False, t[1:] > last_exit[:-1] + IDLE_GAP_NS]
+
+
+def sweep(df, arrivals=None, min_us=SWEEP_MIN_US, quantiles=SWEEP_QUANTILES, link_bps=None):
+    """How the breaks depend on the two choices behind them: one row per
+    arrival ("t0" and "t1" where recorded) and threshold, either a fixed
+    shortest break (rule "fixed", min_us) or the idle floor at a quantile
+    (rule "idle floor", at least DEFAULT_MIN_NS, as analyse() takes it).
+    Columns: arrival, rule, quantile, floor_ns (the idle floor itself, NaN
+    when unknown), min_ns, breaks, shorter, total_ns (their summed duration),
+    packets (that reached t2), and the interoccurrence's count, mode, median
+    and mean (interoccurrence_stats). The breaks are found once per arrival."""
+    if arrivals is None:
+        arrivals = [a for a in ARRIVALS if a in df.columns and df[a].to_numpy().any()] or ["t1"]
+    packets = int(np.count_nonzero(df["t2"].to_numpy()))
+    rows = []
+    for arrival in arrivals:
+        every = coffee_breaks(df, 0, arrival, link_bps)
+        waits = idle_waits(df, arrival)
+        thresholds = [("fixed", np.nan, np.nan, round(us * 1000)) for us in min_us]
+        for q in quantiles:
+            floor = np.quantile(waits, q) if len(waits) >= IDLE_MIN_PACKETS else np.nan
+            least = DEFAULT_MIN_NS if floor != floor else max(DEFAULT_MIN_NS, int(floor))
+            thresholds.append(("idle floor", q, floor, least))
+        for rule, q, floor, least in thresholds:
+            b = at_least(every, least)
+            rows.append({"arrival": arrival, "rule": rule, "quantile": q, "floor_ns": floor,
+                         "min_ns": least, "breaks": len(b), "shorter": b.attrs["shorter"],
+                         "total_ns": int(b["duration_ns"].sum()), "packets": packets,
+                         **interoccurrence_stats(interoccurrence(b))})
+    return pd.DataFrame(rows)
