@@ -11,9 +11,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 from hopscope.record import synth  # noqa: E402
 
-# summary, error budget, linear and log histograms, senders, queues, coffee,
+# summary, error budget, linear and log histograms, senders, queues, coffee
+# breaks by arrival and their sweep (report/coffee.py),
 # series, output side
-PAGES_ONE_RUN = 9
+PAGES_ONE_RUN = 10
 
 
 def report(*args):

@@ -210,22 +210,31 @@ def found_idle(df, columns=None, arrival="t1"):
     return c, np.r_[False, t[1:] > last_exit[:-1] + IDLE_GAP_NS]
 
 
-def sweep(df, arrivals=None, min_us=SWEEP_MIN_US, quantiles=SWEEP_QUANTILES, link_bps=None):
+def recorded_arrivals(df):
+    """The arrivals this run has: "t0" (when recorded) and "t1"."""
+    return [a for a in ARRIVALS if a in df.columns and bool(df[a].to_numpy().any())] or ["t1"]
+
+
+def every_break(df, arrivals=None, link_bps=None):
+    """{arrival: (every break however short, idle_waits)}, what sweep() and
+    a report's pages pick their thresholds from (at_least)."""
+    return {a: (coffee_breaks(df, 0, a, link_bps), idle_waits(df, a))
+            for a in arrivals or recorded_arrivals(df)}
+
+
+def sweep(df, min_us=SWEEP_MIN_US, quantiles=SWEEP_QUANTILES, found=None):
     """How the breaks depend on the two choices behind them: one row per
-    arrival ("t0" and "t1" where recorded) and threshold, either a fixed
-    shortest break (rule "fixed", min_us) or the idle floor at a quantile
-    (rule "idle floor", at least DEFAULT_MIN_NS, as analyse() takes it).
+    arrival and threshold, either a fixed shortest break (rule "fixed",
+    min_us) or the idle floor at a quantile (rule "idle floor", at least
+    DEFAULT_MIN_NS, as analyse() takes it). found: every_break(df), by
+    default of every recorded arrival.
     Columns: arrival, rule, quantile, floor_ns (the idle floor itself, NaN
     when unknown), min_ns, breaks, shorter, total_ns (their summed duration),
     packets (that reached t2), and the interoccurrence's count, mode, median
-    and mean (interoccurrence_stats). The breaks are found once per arrival."""
-    if arrivals is None:
-        arrivals = [a for a in ARRIVALS if a in df.columns and df[a].to_numpy().any()] or ["t1"]
+    and mean (interoccurrence_stats)."""
     packets = int(np.count_nonzero(df["t2"].to_numpy()))
     rows = []
-    for arrival in arrivals:
-        every = coffee_breaks(df, 0, arrival, link_bps)
-        waits = idle_waits(df, arrival)
+    for arrival, (every, waits) in (found or every_break(df)).items():
         thresholds = [("fixed", np.nan, np.nan, round(us * 1000)) for us in min_us]
         for q in quantiles:
             floor = np.quantile(waits, q) if len(waits) >= IDLE_MIN_PACKETS else np.nan

@@ -15,6 +15,7 @@ from ..analysis.run import analyse
 from ..analysis.stats import STAGES
 from ..record.hooks import hooks
 from ..record.load import load
+from . import coffee
 from . import figures as fig
 from .page import PAGE, plt
 
@@ -81,7 +82,7 @@ def write(path, runs):
             if len(a.histograms_by_tos) > 1:
                 n += _page(pdf, _senders, label, a)
             n += _page(pdf, _queues, label, df, a)
-            n += _page(pdf, _coffee, label, a)
+            n += coffee.pages(pdf, _page, label, df, a)
             n += _page(pdf, _series, label, df)
             n += _page(pdf, _output_side, label, a)
         return n
@@ -214,23 +215,6 @@ def _queues(f, label, df, a):
         fig.occupancy_series(axes[1, col], q, t0, name)
         axes[1, col].set_title(f"{name} over time")
     f.suptitle(f"{label}: queue sizes")
-
-
-def _coffee(f, label, a):
-    b = a.coffee_breaks
-    ax_d, ax_i = f.subplots(1, 2)
-    if len(b):
-        d = b["duration_ns"].to_numpy() / 1000
-        ax_d.hist(d, bins=min(100, max(10, len(d) // 10)), weights=[1 / len(d)] * len(d))
-    ax_d.set_xlabel("break duration (µs)")
-    ax_d.set_ylabel("relative frequency")
-    ax_d.set_title(f"{len(b)} coffee breaks ≥ {a.min_break_ns / 1000:g} µs "
-                   f"({b.attrs.get('shorter', 0)} shorter left out)")
-    fig.counts_hist(ax_i, a.coffee_interoccurrence, None)
-    ax_i.set_xlabel("packets between consecutive breaks")
-    mean = a.coffee_interoccurrence.mean() if len(a.coffee_interoccurrence) else float("nan")
-    ax_i.set_title(f"interoccurrence (mean {mean:.0f} packets; the paper saw ~390)")
-    f.suptitle(f"{label}: coffee breaks — the router idle while a packet waits")
 
 
 def _series(f, label, df):

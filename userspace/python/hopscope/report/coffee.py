@@ -1,0 +1,135 @@
+"""The report's pages on the input queue's two ends and the coffee breaks.
+
+Where a packet joins the input queue decides d_iq, the queue's size and the
+breaks: at t0 (netif_rx, before the input backlog: where the paper's input
+hook was, in its input card's driver) or at t1 (XDP, after the backlog).
+The first page shows both side by side, with the breaks counted above each
+arrival's own idle floor; the second how the breaks and their
+interoccurrence move with the shortest break counted (the sweep). The
+interoccurrence is given as the paper gives it, its mode ("a new coffee
+break is very likely to occur after about 390 packets", Sec. IV-D), with
+the median and the mean beside it.
+"""
+import numpy as np
+
+from ..analysis import coffee
+from ..analysis.queues import QueueSeries, stage_interval, step_count, time_weighted_hist
+from . import figures as fig
+
+PAPER_MODE = 390  # packets: Fig. 7c's peak
+WHERE = {"t0": "netif_rx, before the backlog (the paper's hook)", "t1": "XDP, after the backlog"}
+
+
+def pages(pdf, page, label, df, a):
+    """Draw both pages with page(pdf, draw, *args) (pdf.py's); returns their count."""
+    found = coffee.every_break(df)
+    table = coffee.sweep(df, found=found)
+    return (page(pdf, arrivals, label, df, a, found, table)
+            + page(pdf, sweep, label, table))
+
+
+def _us(ns):
+    return "—" if ns != ns else f"{ns / 1000:.2f}"
+
+
+def _n(v, digits=0):
+    return "—" if v != v else f"{v:.{digits}f}"
+
+
+def _default_rows(table):
+    """Per arrival, the sweep's row analyse() would take: the p99.9 idle floor."""
+    rows = table[(table["rule"] == "idle floor") & (table["quantile"] == coffee.IDLE_QUANTILE)]
+    return rows.set_index("arrival")
+
+
+def arrivals(f, label, df, a, found, table):
+    complete = (df["status"] == "complete").to_numpy()
+    chosen = _default_rows(table)
+    default = a.coffee_breaks.attrs["arrival"]
+    user_min = a.min_break_ns != chosen.loc[default, "min_ns"]
+    rows, kept = [], {}
+    for arrival, (every, _) in found.items():
+        t_in = df[arrival].to_numpy(np.int64)[complete]
+        wait = df["t2"].to_numpy(np.int64)[complete][t_in != 0] - t_in[t_in != 0]
+        q = QueueSeries(*step_count(*stage_interval(df, arrival, "t2")[:2]))
+        n, frac = time_weighted_hist(q)
+        least = a.min_break_ns if user_min else int(chosen.loc[arrival, "min_ns"])
+        kept[arrival] = coffee.at_least(every, least)
+        st = coffee.interoccurrence_stats(coffee.interoccurrence(kept[arrival]))
+        p = np.quantile(wait, [0.5, 0.99, 0.999]) if len(wait) else [np.nan] * 3
+        rows.append([f"{arrival}: {WHERE[arrival]}", *(_us(v) for v in p),
+                     _us(chosen.loc[arrival, "floor_ns"]), _n(float((n * frac).sum()), 2),
+                     str(int(q.n.max()) if len(q.n) else 0), _us(least),
+                     str(len(kept[arrival])), _n(st["mode"]), _n(st["median"]),
+                     _n(st["mean"])])
+    layout = [["table"] * (len(found) + 1), [f"gaps {x}" for x in found] + ["durations"]]
+    axd = f.subplot_mosaic(layout, height_ratios=[0.8, 2])
+    rule = ("--min-break-us" if user_min else
+            f"the arrival's idle floor (p{coffee.IDLE_QUANTILE * 100:g} of the wait of "
+            f"packets that found the router idle), at least {coffee.DEFAULT_MIN_NS / 1000:g} µs")
+    fig.table(axd["table"], rows, ["arrival", "wait p50", "p99", "p99.9", "idle floor",
+                                   "queue mean", "max", "min break", "breaks", "mode", "median",
+                                   "mean"],
+              "the input queue from each arrival to t2: wait (µs), size (packets, "
+              "time-weighted); its coffee breaks, interoccurrence in packets",
+              widths=[0.3, 0.06, 0.06, 0.06, 0.07, 0.07, 0.04, 0.07, 0.05, 0.06, 0.06, 0.06])
+    axd["table"].text(0, 0.05, f"Breaks counted: at least {rule}.\nMode: the paper's statistic "
+                      f"(Sec. IV-D: a new break \"very likely\" after about {PAPER_MODE} "
+                      f"packets), from {coffee.MODE_BIN_PACKETS}-packet bins.",
+                      fontsize=9, transform=axd["table"].transAxes, in_layout=False)
+    for arrival, b in kept.items():
+        ax = axd[f"gaps {arrival}"]
+        st = coffee.interoccurrence_stats(coffee.interoccurrence(b))
+        fig.counts_hist(ax, coffee.interoccurrence(b), None)
+        if st["count"]:
+            ax.axvline(st["mode"], color="C1", lw=1, label=f"mode {st['mode']}")
+            ax.axvline(PAPER_MODE, color="C2", lw=1, ls=":", label=f"the paper: ~{PAPER_MODE}")
+            ax.legend(fontsize=8)
+        ax.set_xlabel("packets that left the input queue between two breaks")
+        ax.set_title(f"interoccurrence from {arrival} (cf. Fig. 7c)", fontsize=10)
+        d = b["duration_ns"].to_numpy() / 1000
+        if len(d):
+            edges = np.geomspace(d.min(), d.max() * 1.001, 40)
+            counts, _ = np.histogram(d, edges)
+            axd["durations"].stairs(counts / len(d), edges, label=f"from {arrival}")
+    ax = axd["durations"]
+    ax.set_xscale("log")
+    ax.set_xlabel("break duration (µs)")
+    ax.set_ylabel("relative frequency")
+    ax.set_title("durations", fontsize=10)
+    if any(len(b) for b in kept.values()):
+        ax.legend(fontsize=8)
+    f.suptitle(f"{label}: coffee breaks, the input queue joined at t0 or at t1\n(elsewhere in "
+               f"this report: breaks from {default}; d_iq and the input queue from t1)")
+
+
+def sweep(f, label, table):
+    ax_b, ax_m, ax_t = f.subplot_mosaic([["breaks", "stats"], ["table", "table"]],
+                                        height_ratios=[1, 1.3]).values()
+    for i, (arrival, t) in enumerate(table.groupby("arrival", sort=False)):
+        fixed, floor = t[t["rule"] == "fixed"], t[t["rule"] == "idle floor"]
+        color = f"C{i}"
+        ax_b.plot(fixed["min_ns"] / 1000, fixed["breaks"], "o-", color=color,
+                  label=f"from {arrival}")
+        ax_b.plot(floor["min_ns"] / 1000, floor["breaks"], "s", color=color, mfc="none",
+                  label=f"from {arrival}, idle floors")
+        for stat, style in (("mode", "o-"), ("median", "^--"), ("mean", "v:")):
+            ax_m.plot(fixed["min_ns"] / 1000, fixed[stat], style, color=color,
+                      label=f"{stat}, from {arrival}")
+    ax_m.axhline(PAPER_MODE, color="k", lw=0.8, ls=":", label=f"the paper's ~{PAPER_MODE}")
+    for ax, what in ((ax_b, "breaks counted"), (ax_m, "interoccurrence (packets)")):
+        ax.set_xscale("log")
+        ax.set_xlabel("shortest break counted (µs)")
+        ax.set_ylabel(what)
+        ax.legend(fontsize=7)
+    ax_m.set_yscale("log")
+    rows = [[r.arrival, r.rule if r.rule == "fixed" else f"idle p{r.quantile * 100:g}",
+             _us(r.floor_ns), _us(r.min_ns), str(r.breaks), str(r.shorter),
+             _us(r.total_ns), _n(r.mode), _n(r.median), _n(r.mean)]
+            for r in table.itertuples()]
+    fig.table(ax_t, rows, ["arrival", "threshold", "idle floor", "min (µs)", "breaks",
+                           "shorter", "total (µs)", "mode", "median", "mean"],
+              "every threshold: fixed, or the idle floor at a quantile (at least "
+              f"{coffee.DEFAULT_MIN_NS / 1000:g} µs)", fontsize=7)
+    f.suptitle(f"{label}: coffee breaks against the shortest break counted "
+               "(chosen without looking at the interoccurrence: the idle floor)")
