@@ -12,6 +12,7 @@ SINK_OBJ=${HS_SINK_OBJ:-$(dirname "$here")/build/sink.bpf.o}
 BUF_BYTES=33554432	# 32 MiB: the receiver's socket buffers
 DEFAULT_LIMIT=1000p	# shaper queue, like txqueuelen and netdev_max_backlog
 FRAME=1514		# a full Ethernet frame at MTU 1500, for the shaper's burst
+ETHERNET_WIRE=24	# preamble and SFD 8, FCS 4, inter-frame gap 12: not in an skb
 PING_WAIT=10		# seconds up waits for end-to-end ping
 
 # The layout, typed here and nowhere else: `layout --json` and `status --json`
@@ -70,11 +71,12 @@ Options for up:
         inline  no RPS: forwarding runs on the sending CPU, as veth does by default
         napi    threaded NAPI on r-s1 and r-s2, its threads pinned to the last CPU
                 at SCHED_FIFO: the high-rate alternative (queue = veth's ring)
-  --shape none|tbf:RATE[:LIMIT]|htb:RATE[:LIMIT]
+  --shape none|tbf:RATE[:LIMIT][:ethernet]|htb:RATE[:LIMIT][:ethernet]
                 qdisc on the router's output r-rx (default none: veth's noqueue,
                 so no output queue forms). RATE as tc writes it (20mbit, 1gbit,
                 10mbps); LIMIT in packets (100p) or bytes (64kb, 30000b);
-                default $DEFAULT_LIMIT
+                default $DEFAULT_LIMIT. ethernet: count each frame as an
+                Ethernet wire carries it, $ETHERNET_WIRE bytes more (preamble, FCS, gap)
   --sink        attach the sink (HS_SINK_OBJ) as generic XDP on rx-eth0: the
                 receiver drops UDP data and counts it (make build/sink.bpf.o)
   --shield router|senders
@@ -152,19 +154,25 @@ limit_leaf() {
 	fi
 }
 
-# Checks --shape and sets SHAPE (canonical, default limit filled in)
+# Checks --shape and sets SHAPE (canonical: kind:rate:limit[:ethernet],
+# the default limit filled in)
 parse_shape() {
-	local kind rate limit rest
+	local kind rate limit wire rest
 	if [ "$1" = none ]; then
 		SHAPE=none
 		return
 	fi
-	IFS=: read -r kind rate limit rest <<<"$1"
+	IFS=: read -r kind rate limit wire rest <<<"$1"
 	case $kind in
 	tbf | htb) ;;
-	*) hs_die "--shape '$1': expected none, tbf:RATE[:LIMIT] or htb:RATE[:LIMIT]" ;;
+	*) hs_die "--shape '$1': expected none, tbf:RATE[:LIMIT][:ethernet] or htb:RATE[:LIMIT][:ethernet]" ;;
 	esac
 	[ -z "$rest" ] || hs_die "--shape '$1': too many ':' fields"
+	if [ "$limit" = ethernet ] && [ -z "$wire" ]; then
+		limit='' wire=ethernet
+	fi
+	[ -z "$wire" ] || [ "$wire" = ethernet ] ||
+		hs_die "--shape '$1': '$wire' after the limit: the only option there is ethernet"
 	local bps
 	bps=$(rate_bytes "$rate") ||
 		hs_die "--shape '$1': rate '$rate' is not a tc rate such as 20mbit, 1gbit or 10mbps"
@@ -172,7 +180,7 @@ parse_shape() {
 	limit=${limit:-$DEFAULT_LIMIT}
 	limit_leaf "$limit" >/dev/null ||
 		hs_die "--shape '$1': limit '$limit' must be packets (100p) or bytes of at least one frame, $FRAME (64kb, 30000b)"
-	SHAPE=$kind:$rate:$limit
+	SHAPE=$kind:$rate:$limit${wire:+:$wire}
 }
 
 parse_up_options() {
@@ -188,7 +196,7 @@ parse_up_options() {
 			shift 2
 			;;
 		--shape)
-			[ $# -ge 2 ] || hs_die "--shape needs a value: none, tbf:RATE[:LIMIT] or htb:RATE[:LIMIT]"
+			[ $# -ge 2 ] || hs_die "--shape needs a value: none, tbf:RATE[:LIMIT][:ethernet] or htb:RATE[:LIMIT][:ethernet]"
 			parse_shape "$2"
 			shift 2
 			;;
@@ -371,18 +379,20 @@ set_mode() {
 }
 
 set_shape() {
-	local kind rate limit rt bps burst
+	local kind rate limit wire rt bps burst stab=()
 	[ "$SHAPE" != none ] || return 0
-	IFS=: read -r kind rate limit <<<"$SHAPE"
+	IFS=: read -r kind rate limit wire <<<"$SHAPE"
 	rt=$(ns_of router)
 	bps=$(rate_bytes "$rate")
 	# 1 ms worth of tokens, and never less than two full frames
 	burst=$((bps / 1000 > 2 * FRAME ? bps / 1000 : 2 * FRAME))
+	# a frame on an Ethernet wire takes ETHERNET_WIRE bytes more than veth's skb
+	[ "$wire" != ethernet ] || stab=(stab overhead "$ETHERNET_WIRE" linklayer ethernet)
 	if [ "$kind" = tbf ]; then
 		# tbf needs a limit of its own; the leaf below replaces its queue
-		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: tbf rate "$rate" burst "$burst" limit "$((burst * 2))"
+		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: "${stab[@]}" tbf rate "$rate" burst "$burst" limit "$((burst * 2))"
 	else
-		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: htb default 1
+		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: "${stab[@]}" htb default 1
 		tc -n "$rt" class add dev "$ROUTER_OUT" parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
 			burst "$burst" cburst "$burst" quantum "$FRAME"
 	fi

@@ -140,7 +140,7 @@ def rps_bed(sink_obj):
 
 @pytest.fixture(scope="class")
 def inline_bed():
-    yield from bed_up("--mode", "inline", "--shape", "tbf:10mbit:200p")
+    yield from bed_up("--mode", "inline", "--shape", "tbf:10mbit:200p:ethernet")
 
 
 @pytest.fixture
@@ -253,6 +253,9 @@ class TestInlineShaped:
         qdiscs = run(["tc", "-n", f"{PREFIX}router", "qdisc", "show", "dev", "r-rx"]).stdout
         assert "qdisc tbf 1: root" in qdiscs and "rate 10Mbit" in qdiscs
         assert "qdisc pfifo 10: parent 1:1 limit 200p" in qdiscs
+        # :ethernet counts each frame's preamble, FCS and gap: 24 bytes more
+        detail = run(["tc", "-d", "-n", f"{PREFIX}router", "qdisc", "show", "dev", "r-rx"]).stdout
+        assert "linklayer ethernet overhead 24" in detail, detail
         assert inline_bed["HS_TB_CPU_ROUTER"] == inline_bed["HS_TB_CPU_SENDER"] == "0"
         assert "fully up" in tb("status")
 
@@ -311,6 +314,8 @@ def test_layout_json_plans_without_making_anything():
                        ("napi", (0, n - 1, 1 if n >= 3 else n - 1))):
         doc = json.loads(tb("layout", "--json", "--mode", mode, "--shape", "tbf:10mbit"))
         assert doc["up"] is False and doc["mode"] == mode and doc["shape"] == "tbf:10mbit:1000p"
+        doc = json.loads(tb("layout", "--json", "--mode", mode, "--shape", "htb:10mbit:ethernet"))
+        assert doc["shape"] == "htb:10mbit:1000p:ethernet"
         assert doc["cpus"] == dict(zip(("sender", "router", "receiver"), cpus)), mode
         assert doc["namespaces"]["router"] == PREFIX + "router"
         assert doc["interfaces"]["receiver"][0]["ipv4"] == "198.18.3.2"
@@ -330,6 +335,8 @@ def test_layout_json_plans_without_making_anything():
     (["--shape", "tbf:fast"], "rate 'fast' is not a tc rate"),
     (["--shape", "tbf:10mbit:3"], "limit '3'"),
     (["--shape", "red:10mbit"], "expected none, tbf"),
+    (["--shape", "tbf:10mbit:100p:atm"], "the only option there is ethernet"),
+    (["--shape", "tbf:10mbit:100p:ethernet:x"], "too many ':' fields"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["--shield", "receiver"], "--shield 'receiver': expected router or senders"),
 ])
