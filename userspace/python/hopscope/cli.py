@@ -23,6 +23,8 @@ SUBCOMMANDS = {
     "describe": ("hopscope.report.describe",
                  "summarise a record file: run, interfaces, counts, delays"),
     "report": ("hopscope.report.pdf", "a PDF report of one or more runs: tables and the paper's figures"),
+    "paper": ("hopscope.report.paper",
+              "the paper's claims (Sec. IV-D, IV-E) checked on campaigns, Figs. 4-12 redrawn"),
     "campaign": ("hopscope.traffic.campaign",
                  "run every condition of a scenario x its repetitions, resumable; summary"),
     "throughput": ("hopscope.traffic.throughput",

@@ -1,0 +1,387 @@
+"""`hopscope paper`: each claim of the paper's Sec. IV-D and IV-E judged on
+small synthetic campaigns with planted outcomes (a claim that must hold, one
+that must not, and what it cannot tell), then the command end to end on
+campaign folders: Markdown and PDF written, and the errors a user can make.
+
+The runs are real record files (record.synth) whose instants are replaced by
+planted ones: FIFO traffic at constant gaps, so each delay is what the test
+says, nothing queues unless planted, and no packet finds the router idle
+(the idle floor stays at its least, 1 µs)."""
+import json
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from hopscope.analysis import paper_claims as pc
+from hopscope.record import format as fmt
+from hopscope.record import synth
+from hopscope.record.load import load
+from hopscope.traffic.scenario.load import parse_scenario
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+N = 4000          # packets per run
+GAP_NS = 40_000   # between arrivals: below coffee.IDLE_GAP_NS, so none finds the router idle
+
+
+def plant(path, d_p, d_iq=None, d_oq=None, tos=None, d_rxq=None, seed=1):
+    """A record file of N complete packets with these delays (ns, arrays of
+    N); tos per packet (default all 4); d_rxq plants t0 as well."""
+    rng = np.random.default_rng(seed)
+    stages = ("t0",) if d_rxq is not None else ()
+    syn = synth.write_synthetic(path, N, seed, stages=stages, drop_fraction=0, inflight=0)
+    (off,) = [o for o, t in zip(syn.chunk_offsets, syn.chunk_types) if t == fmt.CHUNK_RECORDS]
+    with open(path, "r+b") as f:
+        f.seek(off + fmt.CHUNK_HEADER_SIZE)
+        r = np.frombuffer(bytearray(f.read(N * fmt.RECORD_DTYPE.itemsize)), fmt.RECORD_DTYPE)
+        t1 = int(r["t1"][0]) + GAP_NS * np.arange(N, dtype=np.int64)
+        d_iq = rng.integers(300, 600, N) if d_iq is None else d_iq
+        d_oq = rng.integers(400, 700, N) if d_oq is None else d_oq
+        r["t1"] = t1
+        r["t2"] = t1 + d_iq
+        r["t3"] = r["t2"] + d_p
+        r["t4"] = r["t3"] + d_oq
+        if d_rxq is not None:
+            r["t0"] = t1 - d_rxq
+        r["tos"] = 4 if tos is None else tos
+        f.seek(off + fmt.CHUNK_HEADER_SIZE)
+        f.write(r.tobytes())
+    synth.recompute_checksums(path)
+    return path
+
+
+def peaked(rng, modes, weights=None, sd=20):
+    """N delays around the given modes (ns)."""
+    which = rng.choice(len(modes), N, p=weights)
+    return (np.asarray(modes)[which] + rng.normal(0, sd, N)).astype(np.int64)
+
+
+def traffic(size=550, gaps="constant", rate=14000, tos=4):
+    size = {"dist": "constant", "value": size} if isinstance(size, int) else size
+    return pc.Traffic.of({"tos": tos, "size": size, "gaps": {"dist": gaps}, "rate": rate})
+
+
+GAUSSIAN = {"dist": "normal", "mean": 600, "std": 200}
+
+
+@pytest.fixture
+def runs(tmp_path):
+    """runs(name, [Traffic], [kwargs of plant per repetition]) -> Condition."""
+    def make(name, senders, reps):
+        c = pc.Condition(name, senders)
+        for k, kw in enumerate(reps, 1):
+            c.runs.append(pc.run_facts(load(plant(tmp_path / f"{name}-{k}.hsr", seed=k, **kw))))
+        return c
+    return make
+
+
+def outcome(claim_id, conditions):
+    (o,) = [o for c, o in pc.evaluate(conditions) if c.id == claim_id]
+    return o
+
+
+def reps(n, make):
+    return [make(np.random.default_rng(100 + k)) for k in range(n)]
+
+
+# ---- the statistics ----
+
+def test_peaks_are_separate_modes_not_noise_or_shoulders():
+    rng = np.random.default_rng(3)
+    f = np.bincount(peaked(rng, [800, 1500]) // pc.BIN_NS) / N
+    assert len(pc.peaks(f)) == 2
+    f = np.bincount(peaked(rng, [800], sd=80) // pc.BIN_NS) / N
+    assert len(pc.peaks(f)) == 1
+    # a shoulder: a second bump that never comes down to half its height
+    shoulder = np.array([0, .1, .3, .2, .18, .19, .03, 0])
+    assert pc.peaks(shoulder) == [2]
+    # a flat top is one peak
+    assert pc.peaks(np.array([0, .3, .3, .1])) == [1]
+
+
+# ---- Sec. IV-D ----
+
+def two_peaks(rng):
+    return dict(d_p=peaked(rng, [800, 1500], [0.6, 0.4]))
+
+
+def one_peak(rng):
+    return dict(d_p=peaked(rng, [800]), d_iq=peaked(rng, [500]), d_oq=peaked(rng, [500]))
+
+
+def test_d_p_with_two_peaks_holds_constant_does_not(runs):
+    assert outcome("D1", [runs("550B", [traffic()], reps(2, two_peaks))]).verdict == pc.HOLDS
+    o = outcome("D1", [runs("550B", [traffic()], reps(2, one_peak))])
+    assert o.verdict == pc.FAILS and o.items[0].value == "1 peaks"
+    assert o.arrival == "not used (t2, t3, t4)"
+
+
+def test_d_p_cannot_tell_when_repetitions_disagree_or_are_too_few(runs):
+    mixed = runs("550B", [traffic()], [two_peaks(np.random.default_rng(1)),
+                                       one_peak(np.random.default_rng(2))])
+    o = outcome("D1", [mixed])
+    assert o.verdict == pc.UNKNOWN and o.items[0].value == "1.5 (1–2) peaks"
+    single = runs("20B", [traffic(20)], reps(1, two_peaks))
+    assert outcome("D1", [single]).verdict == pc.UNKNOWN
+    o = outcome("D1", [runs("solo2", [traffic(GAUSSIAN)], reps(2, two_peaks))])
+    assert o.verdict == pc.UNKNOWN and o.measured == "no Type1 conditions in the campaigns"
+
+
+def coffee_every(k):
+    """A break of 10 µs (a packet waits while nothing else is inside) every k packets."""
+    def make(rng):
+        d_iq = rng.integers(300, 600, N)
+        d_iq[k::k] = 10_000
+        return dict(d_p=peaked(rng, [800]), d_iq=d_iq)
+    return make
+
+
+def test_coffee_breaks_every_390_packets_hold_every_60_do_not(runs):
+    o = outcome("D3", [runs("550B", [traffic()], reps(2, coffee_every(390)))])
+    assert o.verdict == pc.HOLDS and o.items[0].value == "390 packets"
+    o = outcome("D3", [runs("550B", [traffic()], reps(2, coffee_every(60)))])
+    assert o.verdict == pc.FAILS and o.items[0].value == "60 packets"
+
+
+def test_queues_limited_unless_packets_pile_up(runs):
+    assert outcome("D2", [runs("550B", [traffic()], reps(2, one_peak))]).verdict == pc.HOLDS
+    # each packet waits 1 ms at the input, 25 arrivals: 25 packets in the queue
+    slow = runs("550B", [traffic()], reps(2, lambda rng: dict(d_p=peaked(rng, [800]),
+                                                              d_iq=np.full(N, 1_000_000))))
+    o = outcome("D2", [slow])
+    assert o.verdict == pc.FAILS
+    assert [(i.where, i.verdict) for i in o.items] == [("550B input queue", pc.FAILS),
+                                                      ("550B output queue", pc.HOLDS)]
+
+
+def with_tail(share, extra_ns, stages=("d_p",)):
+    """One mode (800 ns d_p, 500 ns d_iq and d_oq); `share` of the packets
+    `extra_ns` later at the stages given: the modes stay, the means move."""
+    def make(rng):
+        d = {"d_p": peaked(rng, [800]), "d_iq": peaked(rng, [500]), "d_oq": peaked(rng, [500])}
+        for stage in stages:
+            d[stage][rng.random(N) < share] += extra_ns
+        return d
+    return make
+
+
+def test_modes_follow_mean_size_and_means_differ(runs):
+    type1 = runs("550B", [traffic()], reps(2, with_tail(0, 0)))
+    tailed = runs("gaussian", [traffic(GAUSSIAN, rate=16000)],
+                  reps(2, with_tail(0.3, 3000, ("d_p", "d_oq"))))
+    assert outcome("D4", [type1, tailed]).verdict == pc.HOLDS
+    o = outcome("D5", [type1, tailed])  # the means of d_p and d_oq moved, d_iq's did not
+    assert [i.verdict for i in o.items] == [pc.FAILS, pc.HOLDS, pc.HOLDS]
+    assert o.verdict == pc.HOLDS
+    shifted = runs("pareto-550B", [traffic(550, "pareto", 11000)],
+                   reps(2, lambda rng: dict(with_tail(0, 0)(rng), d_p=peaked(rng, [1600]))))
+    o = outcome("D4", [type1, shifted])
+    assert o.verdict == pc.FAILS
+    assert [(i.where, i.verdict) for i in o.items] == [
+        ("pareto-550B vs 550B d_iq", pc.HOLDS), ("pareto-550B vs 550B d_p", pc.FAILS),
+        ("pareto-550B vs 550B d_oq", pc.HOLDS)]
+    # one of three means moved: most did not
+    d_p_only = runs("gaussian", [traffic(GAUSSIAN, rate=16000)], reps(2, with_tail(0.3, 3000)))
+    assert outcome("D5", [type1, d_p_only]).verdict == pc.FAILS
+
+
+def test_a_type2_run_is_compared_with_the_type1_size_nearest_its_mean(runs):
+    small, mid = (runs(n, [traffic(s)], reps(2, one_peak)) for n, s in (("20B", 20), ("550B", 550)))
+    gauss = runs("gaussian", [traffic(GAUSSIAN)], reps(2, one_peak))
+    assert pc.type1_nearest_size([small, mid, gauss], gauss.senders[0]) is mid
+    pareto = traffic({"dist": "pareto", "shape": 12, "scale": 550})
+    assert pareto.mean_size == 600 and pareto.type == "Type2"
+
+
+def test_t0_is_the_arrival_when_recorded(runs):
+    c = runs("550B", [traffic()], reps(2, lambda rng: dict(d_p=peaked(rng, [800]),
+                                                           d_iq=np.full(N, 500),
+                                                           d_rxq=np.full(N, 2000))))
+    assert [r.arrival for r in c.runs] == ["t0", "t0"]
+    # the input queue starts at t0: 2000 + 500 ns
+    assert c.runs[0].delay(pc.ALL, "d_iq").mode_ns == 2525
+    assert outcome("D2", [c]).arrival == "t0"
+    plain = runs("1400B", [traffic(1400)], reps(2, one_peak))
+    assert pc.arrivals([c, plain]) == "t0 (2 runs), t1 (2 runs)"
+
+
+# ---- Sec. IV-E ----
+
+def competing(extra_ns=0, share=0.0):
+    """sender1 and sender2 alternate, 800 ns d_p each; `share` of the
+    packets get extra_ns more d_p (and so more transit)."""
+    def make(rng):
+        return dict(with_tail(share, extra_ns)(rng), tos=np.where(np.arange(N) % 2, 5, 4))
+    return make
+
+
+def table(name, set_name, reps_):
+    s2 = {"Table I": traffic(550, rate=6000, tos=5),
+          "Table II": traffic(GAUSSIAN, rate=9000, tos=5),
+          "Table III": traffic(550, "pareto", 6000, tos=5)}[set_name]
+    return name, [traffic(550, rate=9800), s2], reps_
+
+
+@pytest.fixture
+def solo(runs):
+    """Each sender's traffic alone: Type1 550 B, Type2 Gaussian, Type3 Pareto gaps."""
+    return [runs("550B", [traffic()], reps(2, one_peak)),
+            runs("gaussian", [traffic(GAUSSIAN, rate=16000)], reps(2, one_peak)),
+            runs("pareto-550B", [traffic(550, "pareto", 11000)], reps(2, one_peak))]
+
+
+def test_competition_raises_delay_keeps_modes_and_spreads_d_p(runs, solo):
+    t1 = runs(*table("s1-550B_s2-550B", "Table I", reps(2, competing(2000, 0.3))))
+    assert t1.set == "Table I"
+    for claim in ("E1", "E2", "E3", "E4"):
+        assert outcome(claim, solo + [t1]).verdict == pc.HOLDS, claim
+    o = outcome("E2", solo + [t1])
+    assert len(o.items) == 6  # 2 senders x 3 stages
+    assert o.items[0].where == "s1-550B_s2-550B sender1 d_iq vs 550B"
+
+
+def test_without_a_change_competition_claims_do_not_hold(runs, solo):
+    t1 = runs(*table("s1-550B_s2-550B", "Table I", reps(2, competing())))
+    for claim in ("E1", "E4"):
+        assert outcome(claim, solo + [t1]).verdict == pc.FAILS, claim
+    moved = runs(*table("s1-550B_s2-550B", "Table I",
+                        reps(2, lambda rng: dict(competing()(rng),
+                                                 d_p=peaked(rng, [1600]),
+                                                 d_iq=np.full(N, 400)))))
+    assert outcome("E2", solo + [moved]).verdict == pc.FAILS
+
+
+def test_competition_cannot_tell_without_the_solo_runs(runs, solo):
+    t2 = runs(*table("s1-550B_s2-gaussian", "Table II", reps(2, competing(2000, 0.3))))
+    o = outcome("E2", [solo[0], t2])  # no Gaussian sender alone
+    assert o.verdict == pc.UNKNOWN
+    assert any("no solo run of normal size" in i.value for i in o.items)
+    assert outcome("E1", [t2]).verdict == pc.UNKNOWN
+
+
+def test_d_p_grows_most_in_table3_is_a_rank(runs, solo):
+    def sets(growth):
+        return [runs(*table(f"{name}-x", name, reps(2, competing(g, 0.3))))
+                for name, g in zip(pc.COMPETITIVE_SETS, growth)]
+    assert outcome("E4b", solo + sets([1000, 2000, 4000])).verdict == pc.HOLDS
+    assert outcome("E4b", solo + sets([4000, 2000, 1000])).verdict == pc.FAILS
+    o = outcome("E4b", solo + sets([1000, 2000, 4000])[::2])
+    assert o.verdict == pc.UNKNOWN and o.measured == "no Table II beside its solo runs"
+
+
+# ---- `hopscope paper` end to end ----
+
+SCENARIO = """
+[testbed]
+mode = "rps"
+[senders.sender1]
+generator = "ditg"
+tos = 4
+size = 550
+rate = 14000
+count = 4000
+{extra}
+[[conditions]]
+name = "{name}"
+"""
+SENDER2 = """
+[senders.sender2]
+generator = "ditg"
+tos = 5
+size = 550
+rate = 6000
+count = 4000
+cpu = "receiver"
+"""
+
+
+def campaign(root, name, extra, plants):
+    """A campaign folder as `hopscope campaign` leaves it: one condition,
+    one finished run per plant."""
+    d = root / name
+    (cond,) = parse_scenario(SCENARIO.format(extra=extra, name=name), "x.toml").conditions()
+    d.mkdir()
+    (d / "campaign.json").write_text(json.dumps({"format": "hopscope-campaign/1"}))
+    for k, kw in enumerate(plants, 1):
+        run = d / "runs" / name / f"rep{k}"
+        run.mkdir(parents=True)
+        plant(run / "run.hsr", seed=k, **kw)
+        (run / "metadata.json").write_text(json.dumps({"campaign": {
+            "finished": True, "condition_name": name, "repetition": k,
+            "condition": cond.to_dict()}}))
+    return d
+
+
+def paper(*args):
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "userspace", "python"))
+    return subprocess.run([sys.executable, "-m", "hopscope", "paper", *map(str, args)],
+                          capture_output=True, text=True, env=env)
+
+
+@pytest.fixture(scope="module")
+def campaigns(tmp_path_factory):
+    root = tmp_path_factory.mktemp("campaigns")
+    return (campaign(root, "type1", "", reps(2, two_peaks)),
+            campaign(root, "table1", SENDER2, reps(2, competing(2000, 0.3))))
+
+
+def test_paper_writes_markdown_pdf_and_figures(campaigns, tmp_path):
+    out = tmp_path / "report"
+    r = paper(*campaigns, "-o", out)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stderr
+    md = (out / "paper.md").read_text()
+    for claim in pc.CLAIMS:
+        assert f"**{claim.id}**" in md and claim.tolerance.replace("|", "\\|") in md
+    # the verdicts the plants decide, as printed and in the Markdown's table
+    assert re.search(r"^D1\s+holds ", r.stdout, re.M)
+    assert re.search(r"^E1\s+holds ", r.stdout, re.M)
+    assert "| Type1 | type1 | 550 B, constant gaps, 14000 pps | 2 | t1 |" in md
+    assert (out / "fig05.png").exists() and (out / "fig10.png").exists()
+    assert "![Fig. 5" in md and "Fig. 8 (Type2, Gaussian payload size): no such condition" in md
+    info = subprocess.run(["pdfinfo", out / "paper.pdf"], capture_output=True, text=True,
+                          check=True).stdout
+    pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
+    text = subprocess.run(["pdftotext", out / "paper.pdf", "-"], capture_output=True,
+                          text=True, check=True).stdout
+    assert "D3 (IV-D 3))" in text and "tolerance:" in text
+    # the figures of the conditions there are: 5 (550 B alone), 7, 10 (Table I)
+    assert re.findall(r"Fig\. (\d+) redrawn", text) == ["5", "7", "10"]
+    assert pages == text.count("hopscope paper — the claims") + 3
+
+
+def test_usage_errors_exit_2(campaigns, tmp_path):
+    r = paper(campaigns[0])
+    assert r.returncode == 2 and "-o/--output" in r.stderr
+    r = paper("-o", tmp_path / "x")
+    assert r.returncode == 2 and "CAMPAIGN_DIR" in r.stderr
+    (tmp_path / "file").write_text("")
+    r = paper(campaigns[0], "-o", tmp_path / "file")
+    assert r.returncode == 2 and "is not a folder" in r.stderr
+
+
+@pytest.mark.parametrize("damage", ["missing", "not a campaign", "garbled metadata",
+                                    "garbled record", "no runs"])
+def test_unusable_campaign_exits_1_with_a_message(campaigns, tmp_path, damage):
+    d = tmp_path / "c"
+    if damage != "missing":
+        subprocess.run(["cp", "-a", campaigns[0], d], check=True)
+    meta = d / "runs" / "type1" / "rep1" / "metadata.json"
+    if damage == "not a campaign":
+        (d / "campaign.json").unlink()
+    elif damage == "garbled metadata":
+        meta.write_text('{"campaign": {"finished": tr')
+    elif damage == "garbled record":
+        (meta.parent / "run.hsr").write_bytes(b"not a record file")
+    elif damage == "no runs":
+        subprocess.run(["rm", "-r", d / "runs"], check=True)
+    r = paper(d, "-o", tmp_path / "out")
+    assert r.returncode == 1, (r.stdout, r.stderr)
+    assert "Traceback" not in r.stderr and "internal error" not in r.stderr
+    want = {"missing": "no such folder", "not a campaign": "not a campaign folder",
+            "garbled metadata": "metadata.json: not readable",
+            "garbled record": "run.hsr", "no runs": "no finished run"}[damage]
+    assert want in r.stderr, r.stderr
