@@ -138,7 +138,8 @@ struct hs_record {
 	__u8 done;		/* 107 unused, 0 (the eBPF slots are free when seq is 0) */
 	__u32 saddr[4];		/* 108 network order; IPv4 in saddr[0] */
 	__u32 daddr[4];		/* 124 */
-	__u32 pad;		/* 140 keeps the size a multiple of 8 */
+	__u32 segs;		/* 140 a GRO-merged skb: the wire packets it holds (>= 2); 0: one
+				 *     packet (the eBPF backend stops GRO on traced inputs) */
 };				/* 144 */
 
 /* hs_record.seq: the input CPU above HS_SEQ_CPU_SHIFT, that CPU's arrival
@@ -200,7 +201,8 @@ struct hs_meta {
 	X(HS_C_RACE, 25, "race")		/* evicted while it left: one record (evicted) */ \
 	X(HS_C_RB_FAIL, 26, "rb_fail")		/* ring buffer full: record lost */ \
 	X(HS_C_RB_FAIL_COMPLETE, 27, "rb_fail_complete") \
-	X(HS_C_PROG_MISSES, 28, "prog_misses")	/* runs the kernel skipped (prog info) */
+	X(HS_C_PROG_MISSES, 28, "prog_misses")	/* runs the kernel skipped (prog info) */ \
+	X(HS_C_OUT_SEGS, 29, "out_segs")	/* t4 of a merged packet's later segments: in its record's segs */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

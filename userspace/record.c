@@ -406,6 +406,10 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 	fprintf(stderr, "  records   ");
 	for (int s = HS_ST_NONE + 1; s < HS_ST_END; s++)
 		fprintf(stderr, " %s %llu", hs_status_names[s], (unsigned long long)by[s]);
+	/* the module leaves GRO on: a record may stand for several wire packets */
+	if (run->w.complete_wire != run->w.complete)
+		fprintf(stderr, "\n  merged     wire_packets %llu in the complete records (GRO: their segs)",
+			(unsigned long long)run->w.complete_wire);
 	fprintf(stderr, "\n  flows      %u (overflow %llu)\n  counters  ", run->w.flows.n,
 		(unsigned long long)run->w.flows.overflow);
 	for (int c = 0; c < HS_C_NCOUNTERS; c++)

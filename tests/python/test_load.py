@@ -103,7 +103,7 @@ def test_dtypes(tmp_path, quiet):
         "proto": "uint8", "family": "uint8", "sport": "uint16", "dport": "uint16",
         "flow": "uint32", "in_ifindex": "uint32", "out_ifindex": "uint32",
         "cpu_in": "uint16", "cpu_out": "uint16", "ip_len": "uint16", "key": "uint32",
-        "seq": "uint64",
+        "seq": "uint64", "segs": "uint32",
     }
     assert {c: str(df[c].dtype) for c in expected} == expected
     for c in ("status", "drop_stage", "src", "dst", "in_if", "out_if"):
@@ -375,6 +375,20 @@ def test_unknown_status_and_flow_values_are_counted(tmp_path):
                                     s.records["saddr"][2])
     with pytest.raises(hopscope.RecordFileError, match="status value"):
         hopscope.load(s.path, strict=True)
+
+
+def test_segs_counts_the_wire_packets_of_a_merged_record(tmp_path, quiet):
+    """segs: 0 in the file (one packet, and every file before the field) reads
+    as 1; a merged packet's count as it is."""
+    s = _synth(tmp_path, n=100, chunk_records=100)
+    first = s.chunk_offsets[s.chunk_types.index(fmt.CHUNK_RECORDS)] + fmt.CHUNK_HEADER_SIZE
+    segs_at = fmt.RECORD_DTYPE.fields["segs"][1]
+    assert not s.records["segs"].any()
+    _patch(s.path, first + segs_at, np.uint32(7).tobytes())
+    _patch(s.path, first + 2 * fmt.RECORD_SIZE + segs_at, np.uint32(1).tobytes())
+    df = hopscope.load(s.path)
+    assert list(df["segs"][:4]) == [7, 1, 1, 1]
+    assert df["segs"].sum() == 100 + 6
 
 
 def test_full_flow_table_takes_addresses_from_the_records(tmp_path, quiet):

@@ -89,7 +89,7 @@ RECORD_DTYPE = _struct(
         ("done", "u1", 107),
         ("saddr", ("u1", 16), 108),  # network order: raw bytes
         ("daddr", ("u1", 16), 124),
-        ("pad", "<u4", 140),
+        ("segs", "<u4", 140),
     ], 144)
 
 # struct hs_flow

@@ -110,6 +110,7 @@ C_RACE = 25
 C_RB_FAIL = 26
 C_RB_FAIL_COMPLETE = 27
 C_PROG_MISSES = 28
+C_OUT_SEGS = 29
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -140,4 +141,5 @@ COUNTER_LIST = (
     ('C_RB_FAIL', 26, 'rb_fail'),
     ('C_RB_FAIL_COMPLETE', 27, 'rb_fail_complete'),
     ('C_PROG_MISSES', 28, 'prog_misses'),
+    ('C_OUT_SEGS', 29, 'out_segs'),
 )

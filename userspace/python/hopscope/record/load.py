@@ -18,11 +18,11 @@ from .reader import RecordFile, RecordFileError, RecordFileWarning
 
 # record fields copied as they are, in column order
 PLAIN = ("drop_reason", "flags", "tos", "proto", "sport", "dport", "flow",
-         "in_ifindex", "out_ifindex", "cpu_in", "cpu_out", "ip_len", "key", "seq")
+         "in_ifindex", "out_ifindex", "cpu_in", "cpu_out", "ip_len", "key", "seq", "segs")
 COLUMN_ORDER = (
     "status", "drop_reason", "drop_stage", "flags", "tos", "dscp", "proto", "family",
     "src", "dst", "sport", "dport", "flow", "in_ifindex", "out_ifindex", "in_if", "out_if",
-    "cpu_in", "cpu_out", "cross_cpu", "ip_len", "key", "seq")
+    "cpu_in", "cpu_out", "cross_cpu", "ip_len", "segs", "key", "seq")
 
 _DROPPED = fmt.STATUS["dropped"] - 1  # its status code
 _COMPLETE = fmt.STATUS["complete"] - 1
@@ -217,6 +217,8 @@ class _Columns:
             col = {f: c[sl] for f, c in self.copied.items()}
             for f, c in col.items():
                 c[...] = fields[f][lo:hi]
+            # the wire packets a record stands for: 0 in the file is one
+            np.maximum(col["segs"], 1, out=col["segs"])
             for t in self.times:
                 np.equal(col[t], 0, out=zero[t][:k])
             for name, later, earlier in self.delay_defs:
