@@ -19,7 +19,7 @@
 #include "hopscope.h"
 
 #define HS_KMOD_DEVICE		"/dev/hopscope"
-#define HS_KMOD_ABI		2	/* 2: HS_IOC_COST */
+#define HS_KMOD_ABI		3	/* 2: HS_IOC_COST; 3: out_segs, GSO followed */
 #define HS_KMOD_MAX_SLOTS	(1u << 18)	/* all CPUs together: memory stays bounded */
 #define HS_KMOD_MAX_RING	(1u << 19)	/* records */
 

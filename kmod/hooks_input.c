@@ -4,6 +4,7 @@
  * backlog (the paper's input instant; on veth the sender's xmit). t1:
  * net:netif_receive_skb, it leaves the backlog into the stack: the closest a
  * module gets to the driver. The slot is made at the first of the two.
+ * The module leaves GRO on: at t1 a skb may hold several wire packets (segs).
  */
 #include "session.h"
 
@@ -18,6 +19,7 @@ static u64 hs_stamp_input(struct hs_session *s, struct hs_slot *slot,
 	slot->r.seq = hs_seq(cpu, this_cpu_inc_return(s->pcpu->arrivals));
 	slot->r.cpu_in = cpu;
 	slot->r.in_ifindex = skb->dev->ifindex;
+	slot->r.segs = hs_gso_segs(skb);
 	return slot->r.seq;
 }
 

@@ -38,6 +38,11 @@ void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_devic
 	traced = hs_ifindex_in(s->out_ifindex, s->n_out, dev->ifindex);
 	slot = hs_slot_find_fwd(s, skb, &b, &flags);
 	if (!slot) {
+		if (hs_gso_xmit(s, skb, dev, traced, now, &seq)) {
+			if (seq && hs_cost_sampled(seq))
+				hs_cost_add(s, HS_T4, now);
+			return;
+		}
 		/* the router's own packets, or from an input not traced */
 		if (traced)
 			hs_count(s, HS_C_OUT_NOMETA);

@@ -36,6 +36,7 @@ struct hs_session *hs_session_new(void)
 	init_waitqueue_head(&s->wq);
 	INIT_DELAYED_WORK(&s->wake, hs_wake_fn);
 	spin_lock_init(&s->ring.lock);
+	spin_lock_init(&s->gso.lock);
 	s->pcpu = alloc_percpu(struct hs_pcpu);
 	s->bounce = kmalloc_array(HS_BOUNCE_RECORDS, sizeof(*s->bounce), GFP_KERNEL);
 	if (!s->pcpu || !s->bounce) {
@@ -129,6 +130,7 @@ int hs_session_configure(struct hs_session *s, const struct hs_kmod_config *cfg)
 	for_each_possible_cpu(cpu)
 		memset(per_cpu_ptr(s->pcpu, cpu), 0, sizeof(struct hs_pcpu));
 	prandom_seed_full_state(&s->pcpu->rnd);
+	s->gso.head = s->gso.n = 0;
 	s->n_in = cfg->n_in;
 	s->n_out = cfg->n_out;
 	s->stages = cfg->stages;

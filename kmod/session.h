@@ -45,6 +45,27 @@ struct hs_ring {
 	struct hs_record *rec;
 };
 
+/*
+ * Merged packets cut into segments at the output, whose segments the driver
+ * gets next (gso.c): in consume order, one queue for the session (a qdisc
+ * may requeue the rest of a packet's segments and send them from another
+ * CPU). Full: the oldest is let go.
+ */
+#define HS_GSO_WAIT 32
+struct hs_gso_wait {
+	const struct sk_buff *skb;	/* the merged skb's address: its slot's key */
+	int ifindex;			/* output device */
+	u32 left;			/* segments still to come; 0: let go */
+	u32 seq_lo, seq_len;		/* TCP: its payload's sequence numbers (0 long: not TCP) */
+	struct hs_record r;		/* the slot's record at the consume: seq, flow, segs */
+};
+
+struct hs_gso_queue {
+	spinlock_t lock;		/* taken before a bucket's, never after */
+	u32 head, n;
+	struct hs_gso_wait w[HS_GSO_WAIT];
+};
+
 struct hs_pcpu {
 	u64 arrivals;			/* seq's per-CPU count (hs_seq) */
 	u64 c[HS_C_NCOUNTERS];
@@ -69,6 +90,7 @@ struct hs_session {
 	u32 bucket_bits;
 	struct hs_ring ring;
 	struct hs_pcpu __percpu *pcpu;
+	struct hs_gso_queue gso;
 	wait_queue_head_t wq;
 	struct delayed_work wake;	/* batches reader wakeups */
 	struct net *nf_net;		/* where the netfilter hooks are registered, or NULL */
@@ -164,7 +186,9 @@ void hs_cost_add(struct hs_session *s, enum hs_stage st, u64 entry);
 void hs_cost_sum(struct hs_session *s, struct hs_kmod_cost *out);
 
 /* tracepoints.c */
-enum hs_tp_id { HS_TP_NETIF_RX, HS_TP_RECEIVE, HS_TP_QUEUE, HS_TP_XMIT, HS_TP_KFREE, HS_TP_N };
+enum hs_tp_id {
+	HS_TP_NETIF_RX, HS_TP_RECEIVE, HS_TP_QUEUE, HS_TP_XMIT, HS_TP_KFREE, HS_TP_CONSUME, HS_TP_N
+};
 int hs_tp_lookup(void);
 bool hs_tp_found(enum hs_tp_id id);
 u32 hs_tp_stages(void);
@@ -183,6 +207,16 @@ void hs_probe_kfree(void *data, struct sk_buff *skb, void *location,
 void hs_probe_kfree(void *data, struct sk_buff *skb, void *location,
 		    enum skb_drop_reason reason);
 #endif
+
+/* gso.c: merged packets (GRO) the output cuts into segments */
+u32 hs_gso_segs(const struct sk_buff *skb);
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+void hs_probe_consume(void *data, struct sk_buff *skb, void *location);
+#else
+void hs_probe_consume(void *data, struct sk_buff *skb);
+#endif
+bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
+		 const struct net_device *dev, bool traced, u64 now, u64 *seq);
 
 /* hooks_nf.c */
 int hs_nf_attach(struct hs_session *s);

@@ -18,6 +18,7 @@ static struct hs_tp hs_tps[HS_TP_N] = {
 	[HS_TP_QUEUE] = { "net_dev_queue", hs_probe_queue },
 	[HS_TP_XMIT] = { "net_dev_start_xmit", hs_probe_xmit },
 	[HS_TP_KFREE] = { "kfree_skb", hs_probe_kfree },
+	[HS_TP_CONSUME] = { "consume_skb", hs_probe_consume },
 };
 
 static void hs_tp_match(struct tracepoint *tp, void *priv)
@@ -38,7 +39,7 @@ int hs_tp_lookup(void)
 		if (!hs_tps[i].tp)
 			pr_info("tracepoint %s not found: its stage is not available\n",
 				hs_tps[i].name);
-	if (!hs_tps[HS_TP_RECEIVE].tp || !hs_tps[HS_TP_XMIT].tp)
+	if (!hs_tps[HS_TP_RECEIVE].tp || !hs_tps[HS_TP_XMIT].tp || !hs_tps[HS_TP_CONSUME].tp)
 		return -ENOENT;
 	return 0;
 }
@@ -63,9 +64,11 @@ u32 hs_tp_stages(void)
 int hs_tp_attach(struct hs_session *s)
 {
 	static const enum hs_tp_id order[] = {
-		HS_TP_KFREE, HS_TP_XMIT, HS_TP_QUEUE, HS_TP_RECEIVE, HS_TP_NETIF_RX,
+		HS_TP_KFREE, HS_TP_XMIT, HS_TP_CONSUME, HS_TP_QUEUE, HS_TP_RECEIVE,
+		HS_TP_NETIF_RX,
 	};
-	u32 want = BIT(HS_TP_RECEIVE) | BIT(HS_TP_XMIT);
+	/* consume_skb: a merged packet cut into segments (gso.c) */
+	u32 want = BIT(HS_TP_RECEIVE) | BIT(HS_TP_XMIT) | BIT(HS_TP_CONSUME);
 	int i, err;
 
 	if (hs_stage_on(s, HS_T0))

@@ -489,12 +489,17 @@ static int record_loop(struct run *run, struct opts *o)
 	if (inflight > 0 && (uint64_t)inflight > run->w.t4_unseen)
 		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "
 			"(status inflight)\n", (unsigned long long)(inflight - run->w.t4_unseen));
+	/* the known causes differ: BPF programs skipped (README, Known limits);
+	 * the module's probes are not BPF, but a way out it cannot follow is */
 	if (run->w.t4_unseen)
 		fprintf(stderr, "hopscope: WARNING: %llu packets (status inflight) were overtaken "
-			"by later packets of their flow that left: their t4 went unseen. A kernel "
-			"that skips BPF tracepoints in some task's context causes this (README, "
-			"Known limits; testbed.sh --shield router keeps that CPU free)\n",
-			(unsigned long long)run->w.t4_unseen);
+			"by later packets of their flow that left: their t4 went unseen. %s\n",
+			(unsigned long long)run->w.t4_unseen, strcmp(run->b->name, "kmod") ?
+			"A kernel that skips BPF tracepoints in some task's context causes this "
+			"(README, Known limits; testbed.sh --shield router keeps that CPU free)" :
+			"They left by a way the module did not follow (a merged packet whose "
+			"segments left from another CPU or out of order: README, Platforms and "
+			"drivers)");
 	return run->err || run->counters_err ? 1 : 0;
 }
 

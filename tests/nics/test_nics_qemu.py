@@ -35,8 +35,8 @@ CHECKS = {
                       ("virtio_net", "generic"), ("e1000e", "auto"), ("vmxnet3", "generic"))]
                    + [f"{drv}_tap_{mode}" for drv, mode in (("virtio_net", "native"),
                       ("virtio_net", "generic"), ("e1000e", "generic"))]),
-    "6.1": sorted([f"{drv}_{kind}kmod" for drv in DRIVERS for kind in ("", "tap_")]
-                  + ["dmesg_clean"]),
+    "6.1": sorted([f"{drv}_{kind}kmod" for drv in DRIVERS for kind in ("", "tap_", "tcp_")]
+                  + ["virtio_net_gro", "dmesg_clean"]),
 }
 
 

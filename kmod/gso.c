@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Merged packets. The module's probes are not XDP, so GRO stays on: t1 sees
+ * one skb for several wire packets (its record's segs). When the output
+ * device cannot send it whole, validate_xmit_skb cuts it into new skbs,
+ * consumes the merged one (skb:consume_skb) and hands the segments to the
+ * driver next, in order (a busy driver has the qdisc requeue the rest, sent
+ * first when it resumes, maybe from another CPU). So at the consume the
+ * packet is queued; at t4 a skb without a slot of its own, of a queued
+ * packet's flow and device, is that packet's next segment: the first stamps
+ * t4 and emits the record, the others are counted out_segs. A merged skb
+ * cut elsewhere (an MTU smaller than its segments: ip_finish_output_gso) is
+ * followed the same way when its segments leave in order. Segments nobody
+ * follows count as out_nometa and their record ends in flight or evicted:
+ * counted, never lost.
+ */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/tcp.h>
+#include "session.h"
+
+/* the packet's wire packets at t1 (0: one) */
+u32 hs_gso_segs(const struct sk_buff *skb)
+{
+	return skb_is_gso(skb) && skb_shinfo(skb)->gso_segs > 1 ? skb_shinfo(skb)->gso_segs : 0;
+}
+
+static struct hs_gso_wait *hs_gso_at(struct hs_gso_queue *q, u32 i)
+{
+	return &q->w[(q->head + i) % HS_GSO_WAIT];
+}
+
+/* drop the head entries whose segments are all seen or let go */
+static void hs_gso_trim(struct hs_gso_queue *q)
+{
+	while (q->n && !hs_gso_at(q, 0)->left) {
+		q->head = (q->head + 1) % HS_GSO_WAIT;
+		q->n--;
+	}
+}
+
+/* the TCP sequence number of the skb's first payload byte; 0 when not TCP */
+static bool hs_tcp_seq(const struct sk_buff *skb, u8 proto, u32 *seq)
+{
+	__be32 v;
+
+	if (proto != IPPROTO_TCP ||
+	    skb_copy_bits(skb, skb_transport_offset(skb) + 4, &v, sizeof(v)))
+		return false;
+	*seq = ntohl(v);
+	return true;
+}
+
+/* the segment is one of the waiting packet's: its addresses and ports, and
+ * for TCP a sequence number within the packet's payload */
+static bool hs_gso_match(const struct sk_buff *skb, const struct hs_gso_wait *w)
+{
+	const struct hs_record *r = &w->r;
+	__be16 ports[2];
+	u32 seq;
+
+	if (r->flags & HS_F_IPV6) {
+		const struct ipv6hdr *ip6 = ipv6_hdr(skb);
+
+		if (skb->protocol != htons(ETH_P_IPV6) ||
+		    memcmp(&ip6->saddr, r->saddr, 16) || memcmp(&ip6->daddr, r->daddr, 16))
+			return false;
+	} else {
+		const struct iphdr *ip = ip_hdr(skb);
+
+		if (skb->protocol != htons(ETH_P_IP) ||
+		    ip->saddr != r->saddr[0] || ip->daddr != r->daddr[0])
+			return false;
+	}
+	if (!r->sport && !r->dport)
+		return true;
+	if (skb_copy_bits(skb, skb_transport_offset(skb), ports, sizeof(ports)) ||
+	    ntohs(ports[0]) != r->sport || ntohs(ports[1]) != r->dport)
+		return false;
+	return !w->seq_len || (hs_tcp_seq(skb, r->proto, &seq) && seq - w->seq_lo < w->seq_len);
+}
+
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
+void hs_probe_consume(void *data, struct sk_buff *skb, void *location)
+#else
+void hs_probe_consume(void *data, struct sk_buff *skb)
+#endif
+{
+	struct hs_session *s = data;
+	struct hs_gso_queue *q = &s->gso;
+	struct hs_gso_wait w;
+	struct hs_bucket *b;
+	struct hs_slot *slot;
+	unsigned long flags;
+
+	/* most consumed skbs are not merged, and of those few are ours */
+	if (!skb_is_gso(skb))
+		return;
+	slot = hs_slot_find(s, skb, &b, &flags);
+	if (!slot)
+		return;
+	w.r = slot->r;
+	hs_slot_unlock(b, flags);	/* the queue's lock is never taken inside a bucket's */
+	if (!w.r.t[HS_T3] || !w.r.segs || skb->skb_iif != w.r.in_ifindex ||
+	    !skb->dev || dev_net(skb->dev) != READ_ONCE(s->net))
+		return;
+	w.skb = skb;
+	w.ifindex = skb->dev->ifindex;
+	w.left = w.r.segs;
+	w.seq_len = 0;
+	if (hs_tcp_seq(skb, w.r.proto, &w.seq_lo))
+		w.seq_len = skb->len - skb_transport_offset(skb) - tcp_hdrlen(skb);
+	spin_lock_irqsave(&q->lock, flags);
+	if (q->n == HS_GSO_WAIT) {
+		/* the oldest's segments never came: its slot ends as in
+		 * flight or evicted */
+		hs_gso_at(q, 0)->left = 0;
+		hs_gso_trim(q);
+	}
+	*hs_gso_at(q, q->n) = w;
+	WRITE_ONCE(q->n, q->n + 1);
+	spin_unlock_irqrestore(&q->lock, flags);
+}
+
+/*
+ * t4 of a skb with no slot: the next segment of a queued merged packet? The
+ * first segment stamps t4 and emits the record (complete on a traced
+ * output), the others are counted out_segs; a segment whose record was
+ * evicted meanwhile counts as out_nometa. False when the skb is none of
+ * those; *seq: the packet emitted, else 0.
+ */
+bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
+		 const struct net_device *dev, bool traced, u64 now, u64 *seq)
+{
+	struct hs_gso_queue *q = &s->gso;
+	struct hs_gso_wait *w = NULL;
+	unsigned long irq;
+	u32 i;
+
+	*seq = 0;
+	if (!READ_ONCE(q->n))
+		return false;
+	spin_lock_irqsave(&q->lock, irq);
+	for (i = 0; i < q->n && !w; i++) {
+		struct hs_gso_wait *e = hs_gso_at(q, i);
+
+		if (e->left && e->ifindex == dev->ifindex && hs_gso_match(skb, e))
+			w = e;
+	}
+	if (w && w->seq_len)
+		/* a flow leaves in order: older packets of it still waiting
+		 * lost the rest of their segments */
+		for (i = 0; hs_gso_at(q, i) != w; i++) {
+			struct hs_gso_wait *e = hs_gso_at(q, i);
+
+			if (e->ifindex == w->ifindex && e->r.sport == w->r.sport &&
+			    e->r.dport == w->r.dport && !memcmp(e->r.saddr, w->r.saddr, 16) &&
+			    !memcmp(e->r.daddr, w->r.daddr, 16))
+				e->left = 0;
+		}
+	if (!w) {
+		spin_unlock_irqrestore(&q->lock, irq);
+		return false;
+	}
+	if (w->left == w->r.segs) {
+		struct hs_bucket *b;
+		struct hs_slot *slot;
+		unsigned long flags;
+
+		slot = hs_slot_find(s, w->skb, &b, &flags);
+		if (slot && slot->r.seq == w->r.seq) {
+			slot->r.t[HS_T4] = now;
+			slot->r.out_ifindex = dev->ifindex;
+			slot->r.cpu_out = raw_smp_processor_id();
+			if (traced)
+				hs_count(s, HS_C_OUT_PKTS);
+			hs_slot_emit(s, slot, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT);
+			*seq = w->r.seq;
+		} else {
+			/* another packet took the address and retired the slot */
+			w->r.seq = 0;
+		}
+		if (slot)
+			hs_slot_unlock(b, flags);
+	}
+	if (traced && !*seq)
+		hs_count(s, w->r.seq ? HS_C_OUT_SEGS : HS_C_OUT_NOMETA);
+	w->left--;
+	hs_gso_trim(q);
+	spin_unlock_irqrestore(&q->lock, irq);
+	return true;
+}
