@@ -96,37 +96,75 @@ def occupancy_series(ax, q, t0, label):
         return
     t = (q.t_ns - t0) * 1e-9
     edges = np.linspace(t[0], t[-1], SERIES_BINS + 1)
-    idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, SERIES_BINS - 1)
-    peak = np.zeros(SERIES_BINS, dtype=np.int64)
-    np.maximum.at(peak, idx, q.n)
-    ax.stairs(peak, edges, label=label)
+    ax.stairs(peak_per_bin(t, q.n, edges), edges, label=label)
     ax.set_xlabel("time since the first packet (s)")
     ax.set_ylabel("packets (max per bin)")
 
 
-def delay_series(ax, t_ns, d_ns, t0, label):
-    """A delay over time: per time bin the median and the 99th percentile."""
-    ok = np.isfinite(d_ns) & (t_ns > 0)
-    t, d = (t_ns[ok] - t0) * 1e-9, d_ns[ok] * US
-    if not len(t):
+def peak_per_bin(t, n, edges):
+    """Maximum of the step function (n[i] from t[i] on, t ascending, t[0] =
+    edges[0]) over each bin [edges[i], edges[i+1]) (the last one closed): the
+    steps inside the bin and the one in force as it starts. One reduction
+    over slices, not a scattered update per step."""
+    starts = np.searchsorted(t, edges[:-1], side="left")
+    peak = np.maximum.reduceat(n, np.minimum(starts, len(n) - 1))
+    # a bin without a step of its own reduceat gives the next step: take the
+    # one in force instead
+    nxt = np.append(starts[1:], len(n))
+    peak[nxt == starts] = 0
+    # the step in force at the bin's start, unless a step starts right there
+    carried = (starts > 0) & ((nxt == starts) | (t[np.minimum(starts, len(t) - 1)] > edges[:-1]))
+    return np.maximum(peak, np.where(carried, n[np.maximum(starts - 1, 0)], 0))
+
+
+def delay_series(ax, t_s, d_us, label):
+    """A delay over time: per time bin the median and the 99th percentile.
+    t_s ascending (time_order), d_us the delays in that order."""
+    if not len(t_s):
         ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
         return
-    order = np.argsort(t, kind="stable")
-    t, d = t[order], d[order]
-    edges = np.linspace(t[0], t[-1] + 1e-9, SERIES_BINS + 1)
-    bounds = np.searchsorted(t, edges)
-    mid, p50, p99 = [], [], []
-    for i in range(SERIES_BINS):  # SERIES_BINS slices, not one per packet
-        seg = d[bounds[i]:bounds[i + 1]]
-        if len(seg):
-            mid.append((edges[i] + edges[i + 1]) / 2)
-            p50.append(np.median(seg))
-            p99.append(np.quantile(seg, 0.99))
+    mid, (p50, p99) = binned_quantiles(t_s, d_us, (0.5, 0.99))
     ax.plot(mid, p50, label=f"{label} median")
     ax.plot(mid, p99, label=f"{label} p99", alpha=0.6)
     ax.set_xlabel("time since the first packet (s)")
     ax.set_ylabel("delay (µs)")
     ax.set_yscale("log")
+
+
+def time_order(t_ns, t0):
+    """(order, seconds since t0 in that order) of the instants t_ns > 0:
+    one sort for every delay drawn against the same instants."""
+    seen = np.flatnonzero(t_ns > 0)
+    order = seen[np.argsort(t_ns[seen], kind="stable")]
+    return order, (t_ns[order] - t0) * 1e-9
+
+
+def binned_quantiles(t, v, qs, bins=SERIES_BINS):
+    """(bin middles, [quantile q of v per bin for q in qs]) over `bins` equal
+    bins of t (ascending) from t[0] to t[-1]; values not finite are left out and
+    bins without a value are skipped. One partition per bin for all qs."""
+    ok = np.isfinite(v)
+    t, v = t[ok], v[ok]
+    if not len(t):
+        return np.zeros(0), [np.zeros(0) for _ in qs]
+    edges = np.linspace(t[0], t[-1] + 1e-9, bins + 1)
+    bounds = np.searchsorted(t, edges)
+    mid, out = [], []
+    for i in range(bins):  # bins slices, not one per value
+        if bounds[i + 1] > bounds[i]:
+            mid.append((edges[i] + edges[i + 1]) / 2)
+            out.append(np.quantile(v[bounds[i]:bounds[i + 1]], qs))
+    return np.array(mid), list(np.array(out).T)
+
+
+def relative_hist(ax, values, bins, log=False):
+    """Relative-frequency histogram of many values, counted with numpy and
+    drawn as one filled step (ax.hist draws a patch per bin and copies the
+    values through Python lists)."""
+    counts, edges = np.histogram(values, bins)
+    ax.stairs(counts / len(values), edges, fill=True)
+    if log:
+        ax.set_yscale("log")
 
 
 def table(ax, rows, columns, title=None, fontsize=8, widths=None):

@@ -7,12 +7,13 @@ import argparse
 import math
 import os
 
+import numpy as np
 import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from ..analysis import budget
 from ..analysis.run import analyse
-from ..analysis.stats import STAGES
+from ..analysis.stats import STAGES, stage_stats
 from ..record.hooks import hooks
 from ..record.load import load
 from . import coffee
@@ -74,7 +75,7 @@ def write(path, runs):
             n += _page(pdf, _overlay, runs)
         for label, df, a in runs:
             n += _page(pdf, _summary, label, df, a)
-            n += _page(pdf, _budget, label, df)
+            n += _page(pdf, _budget, label, df, a)
             if not a.complete:
                 continue
             n += _page(pdf, _histograms, label, a, False)
@@ -147,16 +148,17 @@ def _opt_us(v):
     return "—" if v is None else f"{v / 1000:.3f}"
 
 
-def _budget(f, label, df):
+def _budget(f, label, df, a):
     """Each delay beside its probe floor and uncertainty; each instant's hook,
     clock, and the probe time spent on the packet before it."""
-    complete = (df["status"] == "complete").to_numpy()
     rows = []
-    for r in budget.delays(df):
-        v = df[r["delay"]].to_numpy()[complete]
-        v = v[v == v]
-        p50, p99 = (_us(x) for x in (pd.Series(v).quantile([0.5, 0.99]) if len(v)
-                                     else (math.nan, math.nan)))
+    delays = budget.delays(df)
+    # the summary's percentiles where it has them: not computed twice
+    known = a.stats.set_index("stage")
+    more = stage_stats(df, stages=[r["delay"] for r in delays if r["delay"] not in known.index])
+    q = pd.concat([known, more.set_index("stage")])
+    for r in delays:
+        p50, p99 = (_us(q.loc[r["delay"], c]) for c in ("p50", "p99"))
         rows.append([r["delay"], r["span"], r["probes"] or "none", p50, p99,
                      _opt_us(r["floor_ns"]), _opt_us(r["spread_ns"]),
                      _opt_us(r["p99_floor_ns"]), _opt_us(r["uncertainty_ns"]),
@@ -202,7 +204,7 @@ def _senders(f, label, a):
 
 def _queues(f, label, df, a):
     axes = f.subplots(2, 2)
-    t0 = int(df["t1"][df["t1"] > 0].min())
+    t0 = _first_t1(df)
     for col, (name, q, (vals, w), est) in enumerate((
             ("input queue (t1 ≤ t < t2)", a.input_queue, a.input_queue_hist, a.input_queue_paper),
             ("output queue (t3 ≤ t < t4)", a.output_queue, a.output_queue_hist,
@@ -217,13 +219,18 @@ def _queues(f, label, df, a):
     f.suptitle(f"{label}: queue sizes")
 
 
+def _first_t1(df):
+    t1 = df["t1"].to_numpy()
+    return int(t1[t1 > 0].min())
+
+
 def _series(f, label, df):
     axes = f.subplots(3, 1, sharex=True)
-    c = df[df["status"] == "complete"]
-    t0 = int(df["t1"][df["t1"] > 0].min())
-    t1 = c["t1"].to_numpy()
+    complete = np.flatnonzero((df["status"] == "complete").to_numpy())
+    order, t = fig.time_order(df["t1"].to_numpy()[complete], _first_t1(df))
+    rows = complete[order]
     for ax, stage in zip(axes, STAGES[:3]):
-        fig.delay_series(ax, t1, c[stage].to_numpy(), t0, stage)
+        fig.delay_series(ax, t, df[stage].to_numpy()[rows] * fig.US, stage)
         ax.set_title(fig.STAGE_LABEL[stage])
         ax.legend(fontsize=8, loc="upper right")
     f.suptitle(f"{label}: delays over time (per time bin: median and 99th percentile)")
@@ -234,8 +241,7 @@ def _output_side(f, label, a):
     ax_b, ax_m, ax_l = axd["busy"], axd["min"], axd["loss"]
     bp = a.busy_periods
     if len(bp):
-        d = bp["duration_ns"].to_numpy() / 1000
-        ax_b.hist(d, bins=50, weights=[1 / len(d)] * len(d), log=True)
+        fig.relative_hist(ax_b, bp["duration_ns"].to_numpy() / 1000, 50, log=True)
     ax_b.set_xlabel("busy period (µs)")
     ax_b.set_ylabel("relative frequency")
     ax_b.set_title(f"output busy periods ({len(bp)})")
