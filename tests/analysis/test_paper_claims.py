@@ -206,6 +206,11 @@ def test_t0_is_the_arrival_when_recorded(runs):
     assert outcome("D2", [c]).arrival == "t0"
     plain = runs("1400B", [traffic(1400)], reps(2, one_peak))
     assert pc.arrivals([c, plain]) == "t0 (2 runs), t1 (2 runs)"
+    # each claim names the arrival of the runs it read
+    t1 = runs(*table("s1-550B_s2-550B", "Table I", reps(2, competing())))
+    assert outcome("D2", [c, t1]).arrival == "t0"
+    assert outcome("E3", [c, t1]).arrival == "t1"
+    assert outcome("E1", [c, t1]).arrival == "t0 (2 runs), t1 (2 runs)"
 
 
 # ---- Sec. IV-E ----
@@ -385,3 +390,12 @@ def test_unusable_campaign_exits_1_with_a_message(campaigns, tmp_path, damage):
             "garbled metadata": "metadata.json: not readable",
             "garbled record": "run.hsr", "no runs": "no finished run"}[damage]
     assert want in r.stderr, r.stderr
+
+
+def test_a_solo_d_p_without_spread_gives_no_ratio_not_a_crash(runs):
+    flat = runs("550B", [traffic()], reps(2, lambda rng: dict(one_peak(rng),
+                                                              d_p=np.full(N, 800))))
+    t1 = runs(*table("s1-550B_s2-550B", "Table I", reps(2, competing(2000, 0.3))))
+    o = outcome("E4", [flat, t1])
+    spreads = [i for i in o.items if " d_p spread " in i.where]
+    assert spreads and all(i.value == "no value" and i.verdict == pc.UNKNOWN for i in spreads)
