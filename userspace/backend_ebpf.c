@@ -381,11 +381,11 @@ static int check_meta(struct ebpf *e)
 		e->xdp_fds[k] = fd;
 		ifc->xdp_mode = XDP_FLAGS_SKB_MODE;
 		fprintf(stderr, "\nhopscope: %s (driver %s) runs native XDP but leaves no room for "
-			"XDP metadata: re-attached in generic XDP (the file's header still says "
-			"native). Untraced: the packets before the switch (%llu so far, in "
-			"xdp_meta_fail) and those that came in while the driver changed modes; "
-			"pre_nometa counts both\n", ifc->name, ifc->driver[0] ? ifc->driver : "?",
-			(unsigned long long)n);
+			"XDP metadata: re-attached in generic XDP (the file's header says native, "
+			"its END chunk's xdp_modes generic). Untraced: the packets before the "
+			"switch (%llu so far, in xdp_meta_fail) and those that came in while the "
+			"driver changed modes; pre_nometa counts both\n", ifc->name,
+			ifc->driver[0] ? ifc->driver : "?", (unsigned long long)n);
 	}
 	return 0;
 }

@@ -194,6 +194,20 @@ char *hs_qdisc_json(const char *ifname)
 	return out;
 }
 
+static const char *xdp_mode_name(const struct hs_iface *ifc)
+{
+	return !ifc->is_in ? NULL : ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native";
+}
+
+void hs_ifaces_xdp_json(struct js *j, const struct hs_config *cfg)
+{
+	js_open(j, "xdp_modes", '{');
+	for (int i = 0; i < cfg->n_ifaces; i++)
+		if (cfg->ifaces[i].is_in)
+			js_str(j, cfg->ifaces[i].name, xdp_mode_name(&cfg->ifaces[i]));
+	js_close(j, '}');
+}
+
 void hs_ifaces_json(struct js *j, const struct hs_config *cfg)
 {
 	js_open(j, "interfaces", '[');
@@ -209,8 +223,7 @@ void hs_ifaces_json(struct js *j, const struct hs_config *cfg)
 		js_u64(j, "ifindex", ifc->ifindex);
 		js_str(j, "role", ifc->is_in && ifc->is_out ? "in,out" : ifc->is_in ? "in" : "out");
 		js_str(j, "driver", ifc->driver[0] ? ifc->driver : NULL);
-		js_str(j, "xdp_mode", !ifc->is_in ? NULL :
-			  ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native");
+		js_str(j, "xdp_mode", xdp_mode_name(ifc));
 		js_str(j, "xdp_mode_why", ifc->is_in ? ifc->xdp_why : NULL);
 		js_str(j, "rps_cpus", rps);
 		js_u64(j, "mtu", mtu ? strtoul(mtu, NULL, 10) : 0);

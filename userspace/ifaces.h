@@ -12,6 +12,8 @@ int hs_ifaces_add(struct hs_config *cfg, const char *list, int is_out);
 int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode);
 /* one JSON object per interface: driver, mtu, rps_cpus, coalescing, qdisc */
 void hs_ifaces_json(struct js *j, const struct hs_config *cfg);
+/* "xdp_modes": each input's XDP mode now (auto may switch one during the run) */
+void hs_ifaces_xdp_json(struct js *j, const struct hs_config *cfg);
 /* `tc -s -j qdisc show dev NAME` output (JSON), or NULL */
 char *hs_qdisc_json(const char *ifname);
 

@@ -320,6 +320,7 @@ struct run {
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
 	const struct hs_clock_facts *clock;
+	const struct hs_config *cfg;
 };
 
 /*
@@ -369,6 +370,8 @@ static char *counters_json(struct run *run, const char *stop_reason)
 
 	js_init(&j);
 	hs_runmeta_counters(&j, run->counters, run->b->cost ? run->cost : NULL, &u);
+	if (!strcmp(run->b->name, "ebpf"))
+		hs_ifaces_xdp_json(&j, run->cfg);
 	if (stop_reason)
 		js_str(&j, "stop_reason", stop_reason);
 	js_close(&j, '}');
@@ -536,7 +539,7 @@ int hs_cmd_record(int argc, char **argv)
 	};
 	struct hs_clocks start;
 	struct hs_clock_facts clock;
-	struct run run = { .clock = &clock };
+	struct run run = { .clock = &clock, .cfg = &o.cfg };
 	struct js header;
 	int err;
 

@@ -179,9 +179,11 @@ run_nometa_auto() {
 	run "$@"
 	msg=$(grep -m1 'no room for XDP metadata' /tmp/$name.err)
 	nometa=$(num /tmp/$name.err pre_nometa)
-	expect "${1}_$3" "rc $rrc, received $received, complete $complete, meta refused $metafail, untraced at PRE_ROUTING $nometa: ${msg:-no message}" \
+	# the file's END chunk (its last JSON) holds the mode the input ended in
+	modes=$(grep -ao '"xdp_modes": *{[^}]*}' /tmp/$name.hsr | tail -n 1)
+	expect "${1}_$3" "rc $rrc, received $received, complete $complete, meta refused $metafail, untraced at PRE_ROUTING $nometa, at the end $modes: ${msg:-no message}" \
 		"$rrc" = 0 -a -n "$msg" -a "$complete" -gt 0 -a "$complete" -le "$received" -a \
-		$((received - complete)) -le "$nometa"
+		$((received - complete)) -le "$nometa" -a -n "$(echo "$modes" | grep '"r-in": *"generic"')"
 }
 
 txp() { $NS_EXEC rtr$1 cat /sys/class/net/r-out/statistics/tx_packets; }

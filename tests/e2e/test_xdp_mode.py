@@ -62,7 +62,10 @@ def test_auto_says_why_it_chose(netns, tmp_path):
     assert r.returncode == 0, r.stderr
     assert (xdp(out)["xdp_mode"], xdp(out)["xdp_mode_why"]) == \
         ("generic", "auto: generic on veth, where native costs more")
+    assert hopscope.load(out).attrs["trailer"]["xdp_modes"] == {"va": "generic"}
     r, out = record(tmp_path, "va", "--xdp-mode", "native")
     assert r.returncode == 0, r.stderr
     assert (xdp(out)["xdp_mode"], xdp(out)["xdp_mode_why"]) == \
         ("native", "asked (--xdp-mode native)")
+    # the END chunk: the mode each input ended in (auto may switch one)
+    assert hopscope.load(out).attrs["trailer"]["xdp_modes"] == {"va": "native"}

@@ -168,6 +168,8 @@ HOSTILE_TRAILERS = {
     "trailer records_written huge": {"userspace": {"records_written": 10 ** 30}},
     "trailer stop_reason a number": {"stop_reason": 3},
     "trailer by_status a list": {"userspace": {"records_by_status": [1]}},
+    "trailer xdp_modes numbers": {"xdp_modes": {"r-s1": 1}},
+    "trailer xdp_modes a list": {"xdp_modes": ["generic"]},
     "trailer a list": [1, 2, 3],
 }
 

@@ -436,6 +436,10 @@ def check_counters(obj):
                     return f"{k}.{name} is not an object of integers"
             elif (k == "counters" or name in _USERSPACE_INT) and not _int(x):
                 return f"{k}.{name} is {_kind(x)}, expected an integer"
+    modes = obj.get("xdp_modes")
+    if modes is not None and (not isinstance(modes, dict) or
+                              not all(isinstance(m, str) for m in modes.values())):
+        return "'xdp_modes' is not an object of strings"
     if obj.get("probe_cost") is not None:
         return probecost.check(obj["probe_cost"])
     return None
