@@ -94,8 +94,11 @@ side.round(2).rename(columns={"p50": "p50 (µs)", "p99": "p99 (µs)"}).loc[list(
 # delay fell in that 1 µs bin, so each panel adds up to 1. The x axis stops at
 # the 99.9th percentile (the rest is counted in the panel's corner).
 #
-# The paper saw the competition widen d_p and, above all, d_iq and d_oq of
-# both senders (Sec. V). Here the output link is the bottleneck: d_oq spreads
+# With competition the paper saw a greater single-hop delay on average
+# (Sec. IV-E, point 1), the most frequent delays of each sender close to
+# those without competition (point 2), d_iq and d_oq still showing limited
+# queuing (point 3), and d_p's mean and spread grow, above all in the third
+# set (point 4). Here the output link is the bottleneck: d_oq spreads
 # over milliseconds — up to the time the 50-packet queue takes to drain at
 # 20 Mbit/s, about 50 × 592 B × 8 / 20 Mbit/s ≈ 12 ms — so at 1 µs bins each
 # bar of that panel holds few packets; the log-binned view below shows its

@@ -86,8 +86,9 @@ in_us(a.stats)
 #
 # How to read them: a narrow peak near the left is a stage that costs the same
 # for every packet; a second peak or a long tail is a stage some packets wait
-# in. The paper saw several peaks in d_p (processing is not constant, Sec. V);
-# d_iq and d_oq mostly small, as queues hardly form at this load. Here the
+# in. The paper saw several peaks in d_p (processing is not constant,
+# Sec. IV-D, point 1); d_iq and d_oq mostly small, as queues hardly form at
+# this load. Here the
 # stages are a few µs or less: the probes themselves take 0.1–0.3 µs each
 # (see the overhead notebook), so sub-µs differences are at the tracer's floor.
 
