@@ -288,9 +288,6 @@ tos = 4
 size = 550
 rate = 14000
 count = 4000
-{extra}
-[[conditions]]
-name = "{name}"
 """
 SENDER2 = """
 [senders.sender2]
@@ -301,22 +298,27 @@ rate = 6000
 count = 4000
 cpu = "receiver"
 """
+GAUSSIAN_TOML = '{ dist = "normal", mean = 600, std = 200 }'
+PARETO_GAPS = '{ dist = "pareto", shape = 1.5 }'
 
 
-def campaign(root, name, extra, plants):
-    """A campaign folder as `hopscope campaign` leaves it: one condition,
-    one finished run per plant."""
+def campaign(root, name, conditions, sender2=False):
+    """A campaign folder as `hopscope campaign` leaves it. conditions: (name,
+    its senders' TOML, plants: one finished run each)."""
+    text = SCENARIO + (SENDER2 if sender2 else "") + "".join(
+        f'\n[[conditions]]\nname = "{n}"\n{senders}\n' for n, senders, _ in conditions)
+    parsed = {c.name: c for c in parse_scenario(text, "x.toml").conditions()}
     d = root / name
-    (cond,) = parse_scenario(SCENARIO.format(extra=extra, name=name), "x.toml").conditions()
     d.mkdir()
     (d / "campaign.json").write_text(json.dumps({"format": "hopscope-campaign/1"}))
-    for k, kw in enumerate(plants, 1):
-        run = d / "runs" / name / f"rep{k}"
-        run.mkdir(parents=True)
-        plant(run / "run.hsr", seed=k, **kw)
-        (run / "metadata.json").write_text(json.dumps({"campaign": {
-            "finished": True, "condition_name": name, "repetition": k,
-            "condition": cond.to_dict()}}))
+    for cond, _, plants in conditions:
+        for k, kw in enumerate(plants, 1):
+            run = d / "runs" / cond / f"rep{k}"
+            run.mkdir(parents=True)
+            plant(run / "run.hsr", seed=k, **kw)
+            (run / "metadata.json").write_text(json.dumps({"campaign": {
+                "finished": True, "condition_name": cond, "repetition": k,
+                "condition": parsed[cond].to_dict()}}))
     return d
 
 
@@ -326,11 +328,32 @@ def paper(*args):
                           capture_output=True, text=True, env=env)
 
 
+def breaks_and_peaks(rng):
+    return dict(coffee_every(390)(rng), **two_peaks(rng))
+
+
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory):
+    """The six campaigns of traffic/paper/, a condition or three each: every
+    figure has its condition."""
     root = tmp_path_factory.mktemp("campaigns")
-    return (campaign(root, "type1", "", reps(2, two_peaks)),
-            campaign(root, "table1", SENDER2, reps(2, competing(2000, 0.3))))
+    tail = competing(2000, 0.3)
+    return (
+        campaign(root, "type1", [(f"{size}B", f"senders.sender1 = {{ size = {size}, "
+                                  f"rate = {rate} }}", reps(2, breaks_and_peaks))
+                                 for size, rate in ((20, 16000), (550, 14000), (1400, 8500))]),
+        campaign(root, "type2", [("gaussian", f"senders.sender1 = {{ size = {GAUSSIAN_TOML} }}",
+                                   reps(2, one_peak))]),
+        campaign(root, "type3", [("pareto-550B", f"senders.sender1 = {{ gaps = {PARETO_GAPS} }}",
+                                  reps(2, one_peak))]),
+        campaign(root, "table1", [("s1-550B_s2-550B", "senders.sender1 = { rate = 9800 }",
+                                   reps(2, tail))], sender2=True),
+        campaign(root, "table2", [("s1-550B_s2-gaussian", "senders.sender1 = { rate = 7000 }\n"
+                                   f"senders.sender2 = {{ size = {GAUSSIAN_TOML}, rate = 9000 }}",
+                                   reps(2, tail))], sender2=True),
+        campaign(root, "table3", [("s1-550B_s2-pareto", "senders.sender1 = { rate = 9800 }\n"
+                                   f"senders.sender2 = {{ gaps = {PARETO_GAPS} }}",
+                                   reps(2, tail))], sender2=True))
 
 
 def test_paper_writes_markdown_pdf_and_figures(campaigns, tmp_path):
@@ -341,21 +364,37 @@ def test_paper_writes_markdown_pdf_and_figures(campaigns, tmp_path):
     md = (out / "paper.md").read_text()
     for claim in pc.CLAIMS:
         assert f"**{claim.id}**" in md and claim.tolerance.replace("|", "\\|") in md
+    # which set each condition is comes from its senders, not the folder's name
+    for line in ("| Type1 | 550B | 550 B, constant gaps, 14000 pps | 2 | t1 |",
+                 "| Type2 | gaussian | normal size, constant gaps, 14000 pps | 2 | t1 |",
+                 "| Table III | s1-550B_s2-pareto | 550 B, constant gaps, 9800 pps; "
+                 "550 B, pareto gaps, 6000 pps | 2 | t1 |"):
+        assert line in md
     # the verdicts the plants decide, as printed and in the Markdown's table
     assert re.search(r"^D1\s+holds ", r.stdout, re.M)
+    assert re.search(r"^D3\s+holds ", r.stdout, re.M)
     assert re.search(r"^E1\s+holds ", r.stdout, re.M)
-    assert "| Type1 | type1 | 550 B, constant gaps, 14000 pps | 2 | t1 |" in md
-    assert (out / "fig05.png").exists() and (out / "fig10.png").exists()
-    assert "![Fig. 5" in md and "Fig. 8 (Type2, Gaussian payload size): no such condition" in md
+    assert re.search(r"^\| \*\*D1\*\* .* \| \*\*holds\*\* \|$", md, re.M)
+    for number in range(4, 13):
+        assert (out / f"fig{number:02d}.png").exists()
+        assert f"![Fig. {number}: " in md
     info = subprocess.run(["pdfinfo", out / "paper.pdf"], capture_output=True, text=True,
                           check=True).stdout
     pages = int(re.search(r"^Pages:\s+(\d+)", info, re.M).group(1))
     text = subprocess.run(["pdftotext", out / "paper.pdf", "-"], capture_output=True,
                           text=True, check=True).stdout
     assert "D3 (IV-D 3))" in text and "tolerance:" in text
-    # the figures of the conditions there are: 5 (550 B alone), 7, 10 (Table I)
-    assert re.findall(r"Fig\. (\d+) redrawn", text) == ["5", "7", "10"]
-    assert pages == text.count("hopscope paper — the claims") + 3
+    assert re.findall(r"Fig\. (\d+) redrawn", text) == [str(n) for n in range(4, 13)]
+    assert pages == text.count("hopscope paper — the claims") + 9
+
+
+def test_a_figure_without_its_condition_says_so(campaigns, tmp_path):
+    r = paper(campaigns[1], "-o", tmp_path)  # Type2 alone: Fig. 8 only
+    assert r.returncode == 0, r.stderr
+    md = (tmp_path / "paper.md").read_text()
+    assert "![Fig. 8: " in md
+    assert "Fig. 5 (Type1, 550 B payload): no such condition in the campaigns." in md
+    assert sorted(p.name for p in tmp_path.glob("fig*.png")) == ["fig08.png"]
 
 
 def test_usage_errors_exit_2(campaigns, tmp_path):
@@ -374,7 +413,7 @@ def test_unusable_campaign_exits_1_with_a_message(campaigns, tmp_path, damage):
     d = tmp_path / "c"
     if damage != "missing":
         subprocess.run(["cp", "-a", campaigns[0], d], check=True)
-    meta = d / "runs" / "type1" / "rep1" / "metadata.json"
+    meta = d / "runs" / "550B" / "rep1" / "metadata.json"
     if damage == "not a campaign":
         (d / "campaign.json").unlink()
     elif damage == "garbled metadata":

@@ -186,9 +186,10 @@ def draw_figures(conditions, outdir, pdf):
             path = os.path.join(outdir, f"fig{number:02d}.png")
             f = plt.figure(figsize=PAGE, layout="constrained")
             (_draw_queues_coffee if number == 7 else _draw_delays)(f, c)
+            bins = "" if number == 7 else f", {pc.BIN_NS} ns bins"
             f.suptitle(f"Fig. {number} redrawn — {what}\n{c.name} "
                        f"({'; '.join(s.describe() for s in c.senders)}), {len(c.runs)} "
-                       f"repetitions pooled, {pc.BIN_NS} ns bins")
+                       f"repetitions pooled{bins}")
             with atomic(path) as tmp:
                 f.savefig(tmp, format="png", dpi=100)
             pdf.savefig(f)
