@@ -59,7 +59,101 @@ def test_paper_files_encode_the_paper():
             tos = {s.namespace: s.tos for s in c.senders}
             assert tos == {"sender1": 4, "sender2": 5}, (table, c.name)
     t1c = load_scenario(os.path.join(ROOT, "traffic/paper/table1.toml")).conditions()
-    assert len(t1c) == 18  # 3 sender1 sizes x 2 scenarios x 3 sender2 sizes
+    # 3 sender1 sizes x 2 scenarios x 3 sender2 sizes, and the control
+    assert len([c for c in t1c if not c.name.startswith("control-")]) == 18
+
+
+PAPER = sorted(glob.glob(os.path.join(ROOT, "traffic", "paper", "*.toml")))
+
+
+@pytest.mark.parametrize("path", PAPER, ids=os.path.basename)
+def test_paper_files_record_t0_behind_an_ethernet_link(path):
+    """t0 is the paper's arrival (its input driver, before the input queue);
+    the TBF for its Fast Ethernet counts what the wire adds to each frame."""
+    for c in load_scenario(path).conditions():
+        assert "t0" in c.tracer["stages"], c.name
+        assert c.testbed["shape"] == "tbf:100mbit:ethernet", c.name
+
+
+@pytest.mark.parametrize("table", ["table1", "table2", "table3"])
+def test_no_generator_shares_the_routers_cpu_but_in_the_controls(table):
+    conds = {c.name: c for c in load_scenario(os.path.join(ROOT, f"traffic/paper/{table}.toml"))
+             .conditions()}
+    controls = [n for n in conds if n.startswith("control-s2-on-router-cpu_")]
+    assert controls
+    for name, c in conds.items():
+        cpus = {s.name: s.cpu for s in c.senders}
+        if name in controls:
+            assert cpus == {"sender1": "sender", "sender2": "router"}, name
+            # its twin: the same condition with sender2 on the senders' CPU
+            twin = conds[name.removeprefix("control-s2-on-router-cpu_")]
+            moved = [s.__class__(**{**s.__dict__, "cpu": "sender"}) for s in c.senders]
+            assert tuple(moved) == twin.senders and c.testbed == twin.testbed, name
+        else:
+            assert set(cpus.values()) == {"sender"}, name
+
+
+def throughput_file(path, rates):
+    path.write_text(json.dumps({"format": "hopscope-throughput/1", "scenario": "x", "method": {},
+                                "conditions": {n: {"lossless_pps": r} for n, r in rates.items()}}))
+    return str(path)
+
+
+TWO = BASE + """
+[senders.sender2]
+generator = "iperf3"
+size = 100
+rate = 3000
+
+[[conditions]]
+name = "a"
+
+[[conditions]]
+name = "b"
+senders.sender2 = { rate = 1000 }
+"""
+
+
+def test_at_lossless_offers_each_condition_its_own_rate_split_as_the_file(tmp_path):
+    s = parse_scenario(TWO, str(tmp_path / "s.toml"))
+    tp = throughput_file(tmp_path / "tp.json", {"a": 10000, "b": 30000, "other": None})
+    a, b = s.at_lossless(tp).conditions()
+    assert [x.rate for x in a.senders] == pytest.approx([4000, 6000])   # 2000 : 3000
+    assert [x.rate for x in b.senders] == pytest.approx([20000, 10000])  # 2000 : 1000
+    half = s.at_lossless(tp, 0.5).conditions()
+    assert sum(x.rate for x in half[1].senders) == pytest.approx(15000)
+    assert [x.rate for x in s.conditions()[0].senders] == [2000, 3000]  # the original kept
+    with pytest.raises(ScenarioError, match=r"no lossless rate for b \(it has: a\)"):
+        s.at_lossless(throughput_file(tmp_path / "t2.json", {"a": 1, "b": None}))
+    with pytest.raises(ScenarioError, match=r"none.json: cannot read the lossless rates"):
+        s.at_lossless(str(tmp_path / "none.json"))
+    for bad in (0, -1, 11):
+        with pytest.raises(ScenarioError, match="--fraction"):
+            s.at_lossless(tp, bad)
+    # what a generator cannot send is refused as in the file
+    with pytest.raises(ScenarioError, match=r"b: sender1: 520000 pps is more than ITGSend"):
+        s.at_lossless(throughput_file(tmp_path / "t3.json", {"a": 1000, "b": 780000}))
+
+
+def test_cli_lossless_options(tmp_path):
+    (tmp_path / "s.toml").write_text(TWO)
+    tp = throughput_file(tmp_path / "tp.json", {"a": 10000, "b": 30000})
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "userspace", "python"))
+
+    def hopscope(*args):
+        return subprocess.run([sys.executable, "-m", "hopscope", *args], capture_output=True,
+                              text=True, env=env)
+    r = hopscope("scenario", "check", str(tmp_path / "s.toml"), "--lossless", tp,
+                 "--fraction", "0.5")
+    assert r.returncode == 0, r.stderr
+    assert "sender1 ditg TOS 4 550 B 2000 pps" in r.stdout  # 0.5 x 10000 x 2/5
+    assert "sender2 iperf3 TOS 0 100 B 5000 pps" in r.stdout  # 0.5 x 30000 x 1/3
+    r = hopscope("scenario", "check", str(tmp_path / "s.toml"), "--fraction", "0.5")
+    assert r.returncode == 2 and "--fraction needs --lossless" in r.stderr
+    r = hopscope("campaign", str(tmp_path / "s.toml"), "-o", str(tmp_path / "c"), "--list",
+                 "--lossless", str(tmp_path / "none.json"))
+    assert r.returncode == 2 and "cannot read the lossless rates" in r.stderr
+    assert "Traceback" not in r.stderr
 
 
 def test_one_condition_with_defaults():

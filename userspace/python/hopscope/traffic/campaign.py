@@ -21,14 +21,17 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ..analysis.runs import run_stats
+import pandas as pd
+
+from ..analysis.runs import run_stats, sender_stats
 from ..files import write_json
 from ..record import dataset
 from ..report.campaign import write as write_summary
 from .progress import Progress
 from .result import RunError
 from .run import require_root, run_condition
-from .scenario.load import ScenarioError, load_scenario
+from .scenario.cli import add_lossless_arguments, load_for
+from .scenario.load import ScenarioError
 
 FORMAT = "hopscope-campaign/1"
 KEY = "campaign"  # our part of each run's metadata.json
@@ -113,6 +116,7 @@ def execute(run, outdir, prefix):
             "problems": list(df.attrs.get("problems") or ()),
             "dataset": os.path.relpath(part, outdir),
             "stats": run_stats(df),
+            "senders": sender_stats(df),
         }
     run_condition(run.condition, run.dir, prefix=prefix, record=True, finish=finish)
     return read_metadata(run.dir)
@@ -218,7 +222,7 @@ def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False
         finished_runs = [m for m in done if m]
         out = sys.stderr
         if finished_runs:
-            paths = write_summary([_summary_entry(m) for m in finished_runs], outdir,
+            paths = write_summary([_summary_entry(m, outdir) for m in finished_runs], outdir,
                                   title=f"{os.path.basename(scenario_path)}: "
                                         f"{len(finished_runs)} of {len(runs)} runs")
             print(f"campaign: {len(finished_runs)} of {len(runs)} runs finished in {outdir}; "
@@ -232,10 +236,13 @@ def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False
         return status
 
 
-def _summary_entry(meta):
+def _summary_entry(meta, outdir):
     c = meta[KEY]
+    # a run finished before metadata had "senders": from its part of the dataset
+    senders = c.get("senders") or sender_stats(pd.read_parquet(os.path.join(outdir,
+                                                                            c["dataset"])))
     return {"condition": c["condition_name"], "repetition": c["repetition"],
-            "stats": c["stats"], "counts": c["counts"]}
+            "stats": c["stats"], "counts": c["counts"], "senders": senders}
 
 
 class _sigterm_as_interrupt:
@@ -266,6 +273,7 @@ def add_arguments(p):
                    help="after a failed run, go on with the others (default: stop)")
     p.add_argument("--list", action="store_true",
                    help="list the runs and which are finished; run nothing")
+    add_lossless_arguments(p)
     p.epilog = ("Each run: testbed up, recorder and senders, testbed down; its folder gets\n"
                 "run.hsr, the generator logs, the scenario and metadata.json. Interrupted\n"
                 "(Ctrl-C, kill)? Run the same command again: finished runs are kept.\n"
@@ -273,12 +281,14 @@ def add_arguments(p):
                 "Parquet dataset DIR/packets/ (docs/campaigns.md has DuckDB and Spark queries).\n\n"
                 "examples:\n"
                 "  hopscope campaign traffic/campaigns/ci.toml -o results/ci/\n"
-                "  hopscope campaign traffic/paper/table1.toml -o results/table1/ --list")
+                "  hopscope campaign traffic/paper/table1.toml -o results/table1/ --list\n"
+                "  hopscope campaign traffic/paper/type1.toml -o results/type1-lossless/ "
+                "--lossless results/type1/throughput.json")
 
 
 def run(args, parser):
     try:
-        scenario = load_scenario(args.scenario)
+        scenario = load_for(args, args.scenario)
     except ScenarioError as e:
         print(f"hopscope campaign: {e}", file=sys.stderr)
         return 2  # a bad scenario file is a usage error, as for `scenario check`

@@ -13,6 +13,10 @@ class ThroughputError(Exception):
     pass
 
 
+# what reading a throughput.json may raise: unreadable, not JSON, not the format
+READ_ERRORS = (OSError, ValueError, KeyError, TypeError, ThroughputError)
+
+
 def write_results(path, scenario_path, method, results):
     doc = {"format": FORMAT, "scenario": os.path.abspath(scenario_path), "method": method,
            "conditions": results}

@@ -241,4 +241,5 @@ def _together(r, testbed, senders, lay):
             r.bad(("senders", s["name"], "cpu"),
                   f"impossible rate: {s['name']} and {other} are D-ITG senders busy-polling CPU "
                   f"{cpu}; each would get half of it (measured: 5545 and 4005 pps sent for 11200 "
-                  "and 8000 asked). Pin one elsewhere (cpu = \"receiver\") or use iperf3")
+                  "and 8000 asked). Use iperf3 for one, or pin it elsewhere (cpu = \"receiver\"; "
+                  "with two CPUs the router's)")

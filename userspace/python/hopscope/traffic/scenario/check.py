@@ -7,7 +7,7 @@ import os
 import re
 
 from ...record import format as fmt
-from ..throughput_file import ThroughputError, read_results
+from ..throughput_file import READ_ERRORS, read_results
 
 TOP = {"name", "description", "repetitions", "duration", "throughput", "testbed", "tracer",
        "senders", "conditions", "vary"}
@@ -179,7 +179,7 @@ class Lossless:
         if self.results is None:
             try:
                 self.results = read_results(self.path)
-            except (OSError, ValueError, KeyError, TypeError, ThroughputError) as e:
+            except READ_ERRORS as e:
                 self.problems.append((("throughput",), f"throughput: cannot read {self.path}: {e}"
                                       " (make it with: hopscope throughput SCENARIO -o DIR)"))
                 self.results = {}

@@ -10,6 +10,7 @@ def add_arguments(p):
     sub = p.add_subparsers(dest="action", required=True, metavar="check|run")
     c = sub.add_parser("check", help="validate scenario files and list their conditions")
     c.add_argument("files", nargs="+", metavar="FILE")
+    add_lossless_arguments(c)
     r = sub.add_parser("run", help="run each condition once (needs root)")
     r.add_argument("file", metavar="FILE")
     r.add_argument("-o", "--output", required=True, metavar="DIR",
@@ -19,6 +20,7 @@ def add_arguments(p):
     r.add_argument("--condition", action="append", metavar="NAME",
                    help="run only this condition (repeatable)")
     r.add_argument("--no-record", action="store_true", help="run the traffic without the recorder")
+    add_lossless_arguments(r)
     r.add_argument("--duration", type=_seconds, metavar="S",
                    help="every sender sends for S seconds instead of its duration or count "
                         "(a quick check of what the generators reach)")
@@ -26,14 +28,35 @@ def add_arguments(p):
                 "and exit status 2, before anything starts.\n\n"
                 "examples:\n"
                 "  hopscope scenario check traffic/paper/*.toml\n"
+                "  hopscope scenario check traffic/paper/type1.toml --lossless "
+                "results/paper/type1/throughput.json\n"
                 "  sudo hopscope scenario run traffic/examples/quick.toml -o results/quick/")
+
+
+def add_lossless_arguments(p):
+    p.add_argument("--lossless", metavar="FILE",
+                   help="run each condition at the total rate found lossless for it in FILE "
+                        "(a throughput.json of `hopscope throughput` on this scenario), the "
+                        "senders' split kept: the paper's critical conditions on this router")
+    p.add_argument("--fraction", type=float, default=1.0, metavar="F",
+                   help="with --lossless: F times that rate (default 1)")
+
+
+def load_for(args, path):
+    """The scenario at path, at its lossless rates when --lossless asks."""
+    scenario = load_scenario(path)
+    if args.lossless:
+        return scenario.at_lossless(args.lossless, args.fraction)
+    if args.fraction != 1.0:
+        raise ScenarioError("--fraction needs --lossless FILE: a fraction of what?")
+    return scenario
 
 
 def run(args, parser):
     if args.action == "check":
-        return _check(args.files)
+        return _check(args)
     try:
-        scenario = load_scenario(args.file)
+        scenario = load_for(args, args.file)
     except ScenarioError as e:
         print(e, file=sys.stderr)
         return 2
@@ -79,11 +102,11 @@ def _seconds(text):
     return value
 
 
-def _check(files):
+def _check(args):
     status = 0
-    for path in files:
+    for path in args.files:
         try:
-            s = load_scenario(path)
+            s = load_for(args, path)
         except ScenarioError as e:
             print(e, file=sys.stderr)
             status = 2

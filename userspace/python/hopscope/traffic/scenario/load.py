@@ -11,9 +11,13 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 
+from ..throughput_file import READ_ERRORS, read_results
 from . import check
 from .build import build
 from .lines import key_lines, line_of
+
+
+MAX_FRACTION = 10  # of the lossless rate: beyond, a typing error
 
 
 class ScenarioError(Exception):
@@ -105,6 +109,33 @@ class Scenario:
 
     def conditions(self):
         return list(self._conditions)
+
+    def at_lossless(self, path, fraction=1.0):
+        """A copy in which each condition offers fraction x the total rate
+        `hopscope throughput` found lossless for it (the throughput.json at
+        path), split among its senders as the file's rates are: the paper's
+        "critical conditions" on this router. ScenarioError names what is
+        missing."""
+        if not 0 < fraction <= MAX_FRACTION:
+            raise ScenarioError(f"--fraction {fraction:g}: give a number above 0, at most "
+                                f"{MAX_FRACTION}")
+        try:
+            rates = read_results(path)
+        except READ_ERRORS as e:
+            raise ScenarioError(f"{path}: cannot read the lossless rates: {e} (make them with: "
+                                f"hopscope throughput {self.path} -o DIR)")
+        missing = [c.name for c in self._conditions if not rates.get(c.name)]
+        if missing:
+            raise ScenarioError(f"{path} has no lossless rate for {', '.join(missing)} (it has: "
+                                f"{', '.join(n for n, r in rates.items() if r) or 'none'}); "
+                                f"make it with: hopscope throughput {self.path} -o DIR")
+        conds = [c.with_rate(rates[c.name] * fraction) for c in self._conditions]
+        beyond = [f"{c.name}: {s.name}: {s.rate:.0f} pps is more than {check.PROGRAM[s.generator]}"
+                  f" sends (about {check.MAX_PPS[s.generator]})"
+                  for c in conds for s in c.senders if s.rate > check.MAX_PPS[s.generator]]
+        if beyond:
+            raise ScenarioError(f"{path} at {fraction:g} x: " + "; ".join(beyond))
+        return replace(self, _conditions=conds)
 
 
 def load_scenario(path):
