@@ -25,6 +25,28 @@ def run_stats(df):
             for stage in table.index}
 
 
+def sender_stats(df):
+    """{tos: {stage: {stat: value}}} of one loaded run, for its metadata.json:
+    each sender told apart by its TOS byte, as the paper did (4 and 5; their
+    DSCP, tos >> 2, is 1 for both)."""
+    table = stage_stats(df, by="tos")
+    return {str(int(tos)): {r["stage"]: {k: _plain(v) for k, v in r.items()
+                                         if k not in ("tos", "stage")}
+                            for _, r in rows.iterrows()}
+            for tos, rows in table.groupby("tos", sort=True)}
+
+
+def senders_table(runs):
+    """One row per run, TOS and stage, in the order given. runs: dicts with
+    condition, repetition, senders ({tos: {stage: {stat: value}}})."""
+    rows = [{"condition": r["condition"], "repetition": r["repetition"], "tos": int(tos),
+             "stage": stage, **stats}
+            for r in runs for tos, stages in (r.get("senders") or {}).items()
+            for stage, stats in stages.items()]
+    return pd.DataFrame(rows, columns=None if rows else ["condition", "repetition", "tos",
+                                                           "stage"])
+
+
 def _plain(v):
     """JSON-ready: numpy scalars to Python, NaN to None."""
     v = v.item() if hasattr(v, "item") else v
@@ -44,13 +66,13 @@ def runs_table(runs):
     return pd.DataFrame(rows, columns=None if rows else ["condition", "repetition", "stage"])
 
 
-def summary_table(runs):
-    """One row per condition and stage: runs, STAT_mean, STAT_std."""
+def summary_table(runs, keys=("condition", "stage")):
+    """One row per keys (condition and stage): runs, STAT_mean, STAT_std."""
     if runs.empty:
-        return pd.DataFrame(columns=["condition", "stage", "runs"])
-    g = runs.groupby(["condition", "stage"], sort=False)
+        return pd.DataFrame(columns=[*keys, "runs"])
+    g = runs.groupby(list(keys), sort=False)
     out = g.size().rename("runs").to_frame()
-    for stat in SUMMARY_STATS:
+    for stat in (s for s in SUMMARY_STATS if s in runs):  # per sender: no probe floor
         out[f"{stat}_mean"] = g[stat].mean()
         out[f"{stat}_std"] = g[stat].std()  # ddof=1: NaN for a single run
     return out.reset_index()

@@ -4,11 +4,15 @@
     summary.csv, summary.parquet  one row per condition and stage:
                                   STAT_mean and STAT_std over its runs
                                   (probe_floor: the delay's probe floor)
+    senders.csv, senders.parquet  the same per sender: one row per
+                                  condition, TOS and stage (the paper told
+                                  its senders apart by TOS 4 and 5)
     summary.pdf                   one page of plots (each stage's p50, p99,
                                   p99.9 and max per condition, mean over
                                   repetitions with their spread as error bars)
-                                  and pages of tables (the summary, then
-                                  every run's counts)
+                                  and pages of tables (the summary, the
+                                  summary per sender, then every run's
+                                  counts)
 
 Delays are in nanoseconds in the tables, microseconds in the PDF.
 """
@@ -16,9 +20,10 @@ import os
 
 from matplotlib.backends.backend_pdf import PdfPages
 
-from ..analysis.runs import runs_table, summary_table
+from ..analysis.runs import runs_table, senders_table, summary_table
 from ..analysis.stats import STAGES
 from ..files import atomic
+from .figures import tos_label
 from .page import PAGE, plt
 
 PLOTTED = (("p50", "o"), ("p99", "s"), ("p99_9", "^"), ("max", "v"))
@@ -30,8 +35,9 @@ def write(runs, outdir, title):
     """Write the tables and the PDF; returns the paths written."""
     runs_df = runs_table(runs)
     summary = summary_table(runs_df)
+    senders = summary_table(senders_table(runs), ("condition", "tos", "stage"))
     paths = []
-    for name, table in (("runs", runs_df), ("summary", summary)):
+    for name, table in (("runs", runs_df), ("summary", summary), ("senders", senders)):
         for ext, write_one in (("csv", lambda t, p: t.to_csv(p, index=False)),
                                ("parquet", lambda t, p: t.to_parquet(p, index=False))):
             path = os.path.join(outdir, f"{name}.{ext}")
@@ -40,16 +46,18 @@ def write(runs, outdir, title):
             paths.append(path)
     pdf = os.path.join(outdir, "summary.pdf")
     with atomic(pdf) as tmp:
-        draw(summary, runs_df, tmp, title)
+        draw(summary, senders, runs_df, tmp, title)
     paths.append(pdf)
     return paths
 
 
-def draw(summary, runs, path, title):
+def draw(summary, senders, runs, path, title):
     with PdfPages(path) as pdf:
         _plots(pdf, summary, title)
         _table(pdf, _summary_rows(summary), "Per condition and stage: mean ± spread over "
                "repetitions (µs; count in records)")
+        _table(pdf, _summary_rows(senders, "tos"), "Per sender (TOS), condition and stage: "
+               "mean ± spread over repetitions (µs; count in records)")
         _table(pdf, _run_rows(runs), "Per run: packets the generators sent and received, "
                "the router forwarded, the recorder saw complete")
         info = pdf.infodict()
@@ -82,13 +90,17 @@ def _plots(pdf, summary, title):
     plt.close(fig)
 
 
-def _summary_rows(summary):
-    header = ["condition", "stage", "runs", "count", "mean", "p50", "p99", "p99.9", "max",
-              "probe floor"]
+def _summary_rows(summary, sender=None):
+    """The summary's rows; sender: its TOS column, shown as the sender."""
+    stats = [s for s in ("count", "mean", "p50", "p99", "p99_9", "max", "probe_floor")
+             if f"{s}_mean" in summary]
+    header = (["condition"] + (["sender"] if sender else []) + ["stage", "runs"]
+              + [s.replace("_", " ").replace("p99 9", "p99.9") for s in stats])
     rows = []
     for _, r in summary.iterrows():
-        cells = [r["condition"], r["stage"], f"{r['runs']}"]
-        for stat in ("count", "mean", "p50", "p99", "p99_9", "max", "probe_floor"):
+        cells = ([r["condition"]] + ([tos_label(r[sender])] if sender else [])
+                 + [r["stage"], f"{r['runs']}"])
+        for stat in stats:
             scale = 1 if stat == "count" else US
             cells.append(_pm(r.get(f"{stat}_mean"), r.get(f"{stat}_std"), scale))
         rows.append(cells)
