@@ -142,6 +142,8 @@ def coffee_every(k):
 def test_coffee_breaks_every_390_packets_hold_every_60_do_not(runs):
     o = outcome("D3", [runs("550B", [traffic()], reps(2, coffee_every(390)))])
     assert o.verdict == pc.HOLDS and o.items[0].value == "390 packets"
+    # no packet found the router idle: the shortest break is the least, 1 µs
+    assert o.items[0].where == "550B (breaks of 1 µs or more)"
     o = outcome("D3", [runs("550B", [traffic()], reps(2, coffee_every(60)))])
     assert o.verdict == pc.FAILS and o.items[0].value == "60 packets"
 

@@ -81,10 +81,8 @@ class DelayFacts:
     first_bin: int         # counts[i] is the bin [(first_bin + i) * BIN_NS, ... + BIN_NS)
     counts: np.ndarray
     overflow: int          # delays beyond the histogram's bins
-    n: int
     mean: float
     p10: float
-    p50: float
     p90: float
 
     @property
@@ -152,9 +150,9 @@ def _delay_facts(values):
     counts = np.rint(h.freq * binned).astype(np.int64)
     first = int(round(h.edges_ns[0] / BIN_NS)) if len(h.edges_ns) else 0
     if not len(values):
-        return DelayFacts(first, counts, 0, 0, *(np.nan,) * 4)
-    q = [quantile_sorted(values, p) for p in (0.1, 0.5, 0.9)]
-    return DelayFacts(first, counts, h.overflow, len(values), float(np.mean(values)), *q)
+        return DelayFacts(first, counts, 0, *(np.nan,) * 3)
+    return DelayFacts(first, counts, h.overflow, float(np.mean(values)),
+                      quantile_sorted(values, 0.1), quantile_sorted(values, 0.9))
 
 
 def peaks(freq, min_freq=PEAK_MIN_FREQ, prominence=PEAK_PROMINENCE):
@@ -391,8 +389,10 @@ def coffee_every_390(conditions):
     lo, hi = COFFEE_RANGE
     for c in of_set(conditions, "Type1"):
         m = [r.coffee_mode for r in c.runs]
-        items.append(item(c.name, m, [lo <= x <= hi for x in m], "{:.3g}", "packets",
-                          enough(c)))
+        floors = sorted({r.min_break_ns / 1000 for r in c.runs})
+        shortest = "–".join(f"{f:.3g}" for f in floors[::max(len(floors) - 1, 1)])
+        items.append(item(f"{c.name} (breaks of {shortest} µs or more)", m,
+                          [lo <= x <= hi for x in m], "{:.3g}", "packets", enough(c)))
     return every(items, "Type1 conditions")
 
 
