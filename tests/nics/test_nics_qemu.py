@@ -34,8 +34,10 @@ CHECKS = {
                    + [f"{drv}_tcp_{mode}" for drv, mode in (("virtio_net", "native"),
                       ("virtio_net", "generic"), ("e1000e", "auto"), ("vmxnet3", "generic"))]
                    + [f"{drv}_tap_{mode}" for drv, mode in (("virtio_net", "native"),
-                      ("virtio_net", "generic"), ("e1000e", "generic"))]),
-    "6.1": sorted([f"{drv}_{kind}kmod" for drv in DRIVERS for kind in ("", "tap_", "tcp_")]
+                      ("virtio_net", "generic"), ("e1000e", "generic"), ("vmxnet3", "generic"))]
+                   + ["virtio_net_tcp_tap_native", "vmxnet3_tcp_tap_generic"]),
+    "6.1": sorted([f"{drv}_{kind}kmod" for drv in DRIVERS
+                   for kind in ("", "tap_", "tcp_", "tcp_tap_")]
                   + ["virtio_net_gro", "dmesg_clean"]),
 }
 
