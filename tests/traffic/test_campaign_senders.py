@@ -4,6 +4,7 @@ the same from a finished run's part of the dataset when its metadata was
 written before it had them. Expected values are computed here from the
 records' instants."""
 import os
+import subprocess
 
 import numpy as np
 import pandas as pd
@@ -62,3 +63,20 @@ def test_a_run_finished_before_per_sender_stats_reads_its_dataset_part(runs, tmp
     for tos in want:
         for stage, stats in want[tos].items():
             assert entry["senders"][tos][stage] == pytest.approx(stats, nan_ok=True), (tos, stage)
+
+
+def test_a_control_is_set_beside_its_twin(runs, tmp_path):
+    entries = [{"condition": cond, "repetition": 1, "stats": {}, "counts": {},
+                "senders": sender_stats(df)}
+               for cond, df in (("c", runs[1]), ("control-cpu_c", runs[2]),
+                                ("control-lonely_x", runs[2]))]
+    write(entries, str(tmp_path), "t")
+    text = subprocess.run(["pdftotext", "-layout", str(tmp_path / "summary.pdf"), "-"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "Controls: a condition named control-WHAT_TWIN against TWIN" in text
+    twin, control = (np.quantile(d_p(runs[k], 4), 0.99) / 1e3 for k in (1, 2))
+    page = text.split("Controls:")[1].split("Per run:")[0]
+    line = next(x for x in page.splitlines() if "sender1 (TOS 4)" in x and " d_p " in x)
+    assert "control-cpu_c" in line, page
+    assert f"{twin:.3g} → {control:.3g}" in line and f"{control - twin:+.3g}" in line, line
+    assert "control-lonely_x" not in page  # no twin, nothing to compare

@@ -10,7 +10,7 @@ import pandas as pd
 
 from .stats import stage_stats
 
-SUMMARY_STATS = ("count", "mean", "p50", "p99", "p99_9", "max", "probe_floor")
+SUMMARY_STATS = ("count", "mean", "std", "p50", "p99", "p99_9", "max", "probe_floor")
 # what a run counted besides its records (RunResult), carried into runs.csv
 RUN_COUNTS = ("sent", "received", "forwarded", "complete")
 

@@ -29,6 +29,7 @@ from .page import PAGE, plt
 PLOTTED = (("p50", "o"), ("p99", "s"), ("p99_9", "^"), ("max", "v"))
 ROWS_PER_PAGE = 40
 US = 1e3  # ns per microsecond
+CONTROL = "control-"  # control-WHAT_TWIN: TWIN with the one setting WHAT changed
 
 
 def write(runs, outdir, title):
@@ -58,6 +59,10 @@ def draw(summary, senders, runs, path, title):
                "repetitions (µs; count in records)")
         _table(pdf, _summary_rows(senders, "tos"), "Per sender (TOS), condition and stage: "
                "mean ± spread over repetitions (µs; count in records)")
+        controls = _control_rows(senders)
+        if controls[1]:
+            _table(pdf, controls, "Controls: a condition named control-WHAT_TWIN against TWIN, "
+                   "per sender (mean over repetitions, µs; Δ = control − twin)")
         _table(pdf, _run_rows(runs), "Per run: packets the generators sent and received, "
                "the router forwarded, the recorder saw complete")
         info = pdf.infodict()
@@ -104,6 +109,28 @@ def _summary_rows(summary, sender=None):
             scale = 1 if stat == "count" else US
             cells.append(_pm(r.get(f"{stat}_mean"), r.get(f"{stat}_std"), scale))
         rows.append(cells)
+    return header, rows
+
+
+def _control_rows(senders):
+    """Each control condition (control-WHAT_TWIN) beside its twin, per sender
+    and stage: what the one setting WHAT names changes."""
+    header = ["control", "sender", "stage", "runs", "mean", "Δ mean", "std", "p99", "Δ p99"]
+    rows = []
+    by = senders.set_index(["condition", "tos", "stage"]) if len(senders) else None
+    for (cond, tos, stage), r in (by.iterrows() if by is not None else ()):
+        twin = cond.split("_", 1)[1] if cond.startswith(CONTROL) and "_" in cond else None
+        if twin is None or (twin, tos, stage) not in by.index:
+            continue
+        t = by.loc[(twin, tos, stage)]
+
+        def moved(stat):
+            return f"{t[f'{stat}_mean'] / US:.3g} → {r[f'{stat}_mean'] / US:.3g}"
+
+        def delta(stat):
+            return f"{(r[f'{stat}_mean'] - t[f'{stat}_mean']) / US:+.3g}"
+        rows.append([cond, tos_label(tos), stage, f"{t['runs']} / {r['runs']}", moved("mean"),
+                     delta("mean"), moved("std"), moved("p99"), delta("p99")])
     return header, rows
 
 
