@@ -178,8 +178,12 @@ def idle_waits(df, arrival=None):
     """t2 − arrival (ns, float) of the complete packets that found the router
     idle (found_idle): what a packet waits with nothing in its way."""
     arrival = arrival or default_arrival(df)
-    c, idle = found_idle(df, list(dict.fromkeys([arrival, "t2", "t4"])), arrival)
-    return (c["t2"].to_numpy(np.int64)[idle] - c[arrival].to_numpy(np.int64)[idle]).astype(float)
+    t = df[arrival].to_numpy(np.int64)
+    rows = np.flatnonzero((df["status"] == "complete").to_numpy() & (t != 0))
+    rows = rows[np.argsort(t[rows], kind="stable")]
+    t = t[rows]
+    idle = _idle(t, df["t4"].to_numpy(np.int64)[rows])
+    return (df["t2"].to_numpy(np.int64)[rows[idle]] - t[idle]).astype(float)
 
 
 def idle_floor_ns(df, quantile=IDLE_QUANTILE, arrival=None):
@@ -203,11 +207,16 @@ def found_idle(df, columns=None, arrival="t1"):
     router for IDLE_GAP_NS: they found it idle."""
     c = df.loc[(df["status"] == "complete").to_numpy(), columns if columns else slice(None)]
     c = c[c[arrival].to_numpy() != 0].sort_values(arrival, kind="stable")
-    t, t4 = c[arrival].to_numpy(np.int64), c["t4"].to_numpy(np.int64)
-    if not len(c):
-        return c, np.zeros(0, bool)
+    return c, _idle(c[arrival].to_numpy(np.int64), c["t4"].to_numpy(np.int64))
+
+
+def _idle(t, t4):
+    """Which packets, arrived at t (ascending) and gone at t4, arrived more
+    than IDLE_GAP_NS after every earlier one had gone."""
+    if not len(t):
+        return np.zeros(0, bool)
     last_exit = np.maximum.accumulate(t4)
-    return c, np.r_[False, t[1:] > last_exit[:-1] + IDLE_GAP_NS]
+    return np.r_[False, t[1:] > last_exit[:-1] + IDLE_GAP_NS]
 
 
 def recorded_arrivals(df):
@@ -240,10 +249,15 @@ def sweep(df, min_us=SWEEP_MIN_US, quantiles=SWEEP_QUANTILES, found=None):
             floor = np.quantile(waits, q) if len(waits) >= IDLE_MIN_PACKETS else np.nan
             least = DEFAULT_MIN_NS if floor != floor else max(DEFAULT_MIN_NS, int(floor))
             thresholds.append(("idle floor", q, floor, least))
+        # at_least's counts without a table per threshold
+        duration = every["duration_ns"].to_numpy()
+        ends = np.cumsum(every["packets_since_previous"].to_numpy(np.int64))
         for rule, q, floor, least in thresholds:
-            b = at_least(every, least)
+            keep = duration >= least
+            n = int(np.count_nonzero(keep))
             rows.append({"arrival": arrival, "rule": rule, "quantile": q, "floor_ns": floor,
-                         "min_ns": least, "breaks": len(b), "shorter": b.attrs["shorter"],
-                         "total_ns": int(b["duration_ns"].sum()), "packets": packets,
-                         **interoccurrence_stats(interoccurrence(b))})
+                         "min_ns": least, "breaks": n,
+                         "shorter": every.attrs["shorter"] + len(keep) - n,
+                         "total_ns": int(duration[keep].sum()), "packets": packets,
+                         **interoccurrence_stats(np.diff(ends[keep]))})
     return pd.DataFrame(rows)

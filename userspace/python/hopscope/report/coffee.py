@@ -51,8 +51,10 @@ def arrivals(f, label, df, a, found, table):
     for arrival, (every, _) in found.items():
         t_in = df[arrival].to_numpy(np.int64)[complete]
         wait = df["t2"].to_numpy(np.int64)[complete][t_in != 0] - t_in[t_in != 0]
-        q = QueueSeries(*step_count(*stage_interval(df, arrival, "t2")[:2]))
-        n, frac = time_weighted_hist(q)
+        # from t1 the analysis has it; from t0 the backlog joins the queue
+        q = (a.input_queue if arrival == "t1" else
+             QueueSeries(*step_count(*stage_interval(df, arrival, "t2")[:2])))
+        n, frac = a.input_queue_hist if arrival == "t1" else time_weighted_hist(q)
         least = a.min_break_ns if user_min else int(chosen.loc[arrival, "min_ns"])
         kept[arrival] = coffee.at_least(every, least)
         st = coffee.interoccurrence_stats(coffee.interoccurrence(kept[arrival]))
