@@ -314,6 +314,13 @@ def test_summary_tables_and_pdf(campaign, records):
         assert row.p99_mean == pytest.approx(np.mean(p99))
         assert row.p99_std == pytest.approx(np.std(p99, ddof=1))
         assert row.count_mean == pytest.approx(np.mean([w["count"] for w in reps]))
+    # per sender: the CI campaign's two senders, TOS 4 and 5, apart
+    senders = pd.read_csv(os.path.join(out, "senders.csv"))
+    for row in senders[senders["tos"].isin([4, 5])].itertuples():
+        reps = [df for (cond, _), df in records.items() if cond == row.condition]
+        p99 = [expected_stats(df[df["tos"] == row.tos], row.stage)["p99"] for df in reps]
+        assert row.runs == 2 and row.p99_mean == pytest.approx(np.mean(p99)), row
+    assert len(senders[senders["tos"].isin([4, 5])]) == 2 * 2 * len(STAGES)
     with open(os.path.join(out, "summary.pdf"), "rb") as f:
         pdf = f.read()
     assert pdf.startswith(b"%PDF") and pdf.count(b"/Type /Page\n") + pdf.count(b"/Type /Page ") >= 3
