@@ -62,8 +62,8 @@ SWEEP_QUANTILES = (0.99, 0.999, 0.9999)
 # the mode is looked for in bins this wide: one exact value of a spread-out
 # count is as rare as its neighbours, the histogram's peak is not
 MODE_BIN_PACKETS = 10
-ARRIVALS = {"t0": "netif_rx, before the input backlog (the paper's input hook)",
-            "t1": "XDP, after the input backlog"}
+ARRIVALS = {"t0": "netif_rx, before the backlog (the paper's hook)",
+            "t1": "XDP, after the backlog"}
 COLUMNS = ("start_ns", "end_ns", "duration_ns", "packets_since_previous")
 _NEVER = np.iinfo(np.int64).max  # arrival of a packet not taken as waiting
 

@@ -17,7 +17,6 @@ from ..analysis.queues import QueueSeries, stage_interval, step_count, time_weig
 from . import figures as fig
 
 PAPER_MODE = 390  # packets: Fig. 7c's peak
-WHERE = {"t0": "netif_rx, before the backlog (the paper's hook)", "t1": "XDP, after the backlog"}
 
 
 def pages(pdf, page, label, df, a):
@@ -59,7 +58,7 @@ def arrivals(f, label, df, a, found, table):
         kept[arrival] = coffee.at_least(every, least)
         st = coffee.interoccurrence_stats(coffee.interoccurrence(kept[arrival]))
         p = np.quantile(wait, [0.5, 0.99, 0.999]) if len(wait) else [np.nan] * 3
-        rows.append([f"{arrival}: {WHERE[arrival]}", *(_us(v) for v in p),
+        rows.append([f"{arrival}: {coffee.ARRIVALS[arrival]}", *(_us(v) for v in p),
                      _us(chosen.loc[arrival, "floor_ns"]), _n(float((n * frac).sum()), 2),
                      str(int(q.n.max()) if len(q.n) else 0), _us(least),
                      str(len(kept[arrival])), _n(st["mode"]), _n(st["median"]),
