@@ -56,7 +56,7 @@ def test_both_arrivals_and_the_sweep_are_shown(run):
     for words in ("t0: netif_rx, before the backlog (the paper's hook)",
                   "t1: XDP, after the backlog", "interoccurrence from t0",
                   "interoccurrence from t1", "mode", "median", "mean", "the paper: ~390",
-                  "breaks from t0; d_iq and the input queue from t1"):
+                  "breaks from t0; d_iq and the queue pages from t1"):
         assert words in first, words
     # the breaks counted from each arrival at its own idle floor, as in the table
     for arrival in ("t0", "t1"):

@@ -11,6 +11,7 @@ break is very likely to occur after about 390 packets", Sec. IV-D), with
 the median and the mean beside it.
 """
 import numpy as np
+from matplotlib import ticker
 
 from ..analysis import coffee
 from ..analysis.queues import QueueSeries, stage_interval, step_count, time_weighted_hist
@@ -95,13 +96,14 @@ def arrivals(f, label, df, a, found, table):
             axd["durations"].stairs(counts / len(d), edges, label=f"from {arrival}")
     ax = axd["durations"]
     ax.set_xscale("log")
+    ax.xaxis.set_minor_formatter(ticker.NullFormatter())  # a short span: labels would collide
     ax.set_xlabel("break duration (µs)")
     ax.set_ylabel("relative frequency")
     ax.set_title("durations", fontsize=10)
     if any(len(b) for b in kept.values()):
         ax.legend(fontsize=8)
-    f.suptitle(f"{label}: coffee breaks, the input queue joined at t0 or at t1\n(elsewhere in "
-               f"this report: breaks from {default}; d_iq and the input queue from t1)")
+    f.suptitle(f"{label}: coffee breaks, the input queue joined at t0 or at t1\n(the default "
+               f"here: breaks from {default}; d_iq and the queue pages from t1)")
 
 
 def sweep(f, label, table):
