@@ -125,9 +125,10 @@ plt.show()
 # %%
 complete = sender[sender["status"] == "complete"]
 t0 = int(sender["t1"][sender["t1"] > 0].min())
+order, t_s = figures.time_order(complete["t1"].to_numpy(), t0)  # one sort for the three
 fig, axes = plt.subplots(3, 1, figsize=(12, 8), sharex=True, layout="constrained")
 for ax, stage in zip(axes, PAPER_STAGES):
-    figures.delay_series(ax, complete["t1"].to_numpy(), complete[stage].to_numpy(), t0, stage)
+    figures.delay_series(ax, t_s, complete[stage].to_numpy()[order] * figures.US, stage)
     ax.set_title(figures.STAGE_LABEL[stage])
     ax.legend(loc="upper right", fontsize=8)
 fig.suptitle(f"TOS {TOS}: delays over time (per time bin: median and 99th percentile)")
