@@ -1,0 +1,59 @@
+"""README's overhead table is what bench/overhead_table makes of the committed
+results/bench/overhead.json: no figure in it typed by hand or left stale."""
+import json
+import os
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+TABLE = os.path.join(ROOT, "bench", "overhead_table")
+JSON = os.path.join(ROOT, "results", "bench", "overhead.json")
+README = os.path.join(ROOT, "README.md")
+
+
+def table(*args):
+    return subprocess.run([sys.executable, TABLE, *map(str, args)], capture_output=True,
+                          text=True)
+
+
+def test_readme_table_is_the_committed_json():
+    r = table("--check")
+    assert r.returncode == 0, r.stderr
+
+
+def test_a_changed_measurement_makes_the_check_fail(tmp_path):
+    res = json.load(open(JSON))
+    res["rounds"][0]["64"]["traced"]["pps"] *= 0.9  # one round slower: the spread moves
+    changed = tmp_path / "overhead.json"
+    changed.write_text(json.dumps(res))
+    r = table("--json", changed, "--check")
+    assert r.returncode == 1 and "run bench/overhead_table" in r.stderr
+    # and writing makes README match it
+    readme = tmp_path / "README.md"
+    readme.write_text(open(README).read())
+    assert table("--json", changed, "--readme", readme).returncode == 0
+    assert table("--json", changed, "--readme", readme, "--check").returncode == 0
+    assert readme.read_text() != open(README).read()
+
+
+def test_the_table_holds_the_machine_rounds_and_spread(tmp_path):
+    res = json.load(open(JSON))
+    text = open(README).read()
+    assert f"`{res['machine']}`" in text
+    assert f"{len(res['rounds'])} rounds × {res['seconds']:g} s" in text
+    # every round's traced/untraced lies within the spread printed for it
+    for p in res["summary"]:
+        ratios = [r[p]["traced"]["pps"] / r[p]["untraced"]["pps"] for r in res["rounds"]]
+        assert f"({min(ratios):.3f}–{max(ratios):.3f})" in text
+
+
+def test_user_errors_are_said_without_a_traceback(tmp_path):
+    no_markers = tmp_path / "README.md"
+    no_markers.write_text("# a README without the table's markers\n")
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    for args, message in ((["--readme", no_markers], "no overhead table markers"),
+                          (["--json", tmp_path / "missing.json"], "No such file"),
+                          (["--json", bad], "is not bench/overhead's JSON")):
+        r = table(*args, "--check")
+        assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr
