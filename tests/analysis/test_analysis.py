@@ -9,6 +9,7 @@ from hopscope.record import format as fmt
 from hopscope.analysis import analyse
 from hopscope.analysis.coffee import coffee_breaks
 from hopscope.analysis.queues import occupancy
+from hopscope.analysis.stats import stage_stats
 from hopscope.record.synth import write_synthetic
 
 
@@ -135,3 +136,22 @@ def test_optional_stages_add_queues(tmp_path):
     assert backlog.n.max() >= 1 and qdisc.n.max() >= 1 and backlog.n[-1] == qdisc.n[-1] == 0
     # the backlog can only add waiting time: every break grows or appears
     assert len(coffee_breaks(df, arrival="t1")) <= len(coffee_breaks(df, arrival="t0"))
+
+
+def test_tables_are_stage_stats_overall_and_per_sender(run):
+    """analyse merges the senders' sorted delays instead of sorting all
+    again: the same tables as stage_stats computes on its own."""
+    df, a = run
+    pd.testing.assert_frame_equal(a.stats, stage_stats(df))
+    pd.testing.assert_frame_equal(a.stats_by_tos, stage_stats(df, "tos"))
+
+
+def test_merged_senders_count_negative_and_missing_delays():
+    # TOS 4: a negative d_iq; TOS 5: no t4 on a complete packet (missing d_oq)
+    df = frame([0, 10, 20, 30], [5, 8, 25, 33], [6, 9, 26, 34], [7, 11, 27, None],
+               tos=[4, 4, 5, 5], status=["complete"] * 4)
+    a = analyse(df, min_break_ns=1000)
+    pd.testing.assert_frame_equal(a.stats, stage_stats(df))
+    row = a.stats.set_index("stage")
+    assert (row.loc["d_iq", "negative"], row.loc["d_oq", "missing"]) == (1, 1)
+    assert row.loc["d_iq", "min"] == 3 and row.loc["d_iq", "count"] == 3

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .interarrival import seen_sorted
+
 # queue: (enter stage, leave stage). input and output are the paper's; the
 # backlog (t0) and the qdisc (t_tceg) exist when those stages were recorded
 QUEUES = {"input": ("t1", "t2"), "output": ("t3", "t4"),
@@ -18,6 +20,7 @@ QUEUES = {"input": ("t1", "t2"), "output": ("t3", "t4"),
 # the paper's estimate: arrivals into the queue counted per inter-departure
 PAPER_ESTIMATE = {"input": ("t1", "t2"), "output": ("t3", "t4")}
 _MAX = np.iinfo(np.int64).max
+_CHUNK = 1 << 20
 
 
 @dataclass
@@ -31,6 +34,12 @@ class QueueSeries:
 def stage_interval(df, enter, leave):
     """(enter ns, leave ns, kept mask, open count, negative count) of the
     packets seen at both stages with leave >= enter, as int64."""
+    s, e, kept, n_open, n_negative = _interval_mask(df, enter, leave)
+    return s[kept], e[kept], kept, n_open, n_negative
+
+
+def _interval_mask(df, enter, leave):
+    """stage_interval with every row's instants and the mask of those kept."""
     for stage in (enter, leave):
         if stage not in df.columns:
             raise ValueError(f"stage {stage} was not recorded in this run")
@@ -40,8 +49,7 @@ def stage_interval(df, enter, leave):
     both = entered & (e != 0)
     negative = both & (e < s)
     kept = both & ~negative
-    return (s[kept], e[kept], kept, int(np.count_nonzero(entered & (e == 0))),
-            int(np.count_nonzero(negative)))
+    return s, e, kept, int(np.count_nonzero(entered & (e == 0))), int(np.count_nonzero(negative))
 
 
 def occupancy(df, queue):
@@ -49,58 +57,63 @@ def occupancy(df, queue):
     also "backlog", "qdisc") as a step function."""
     if queue not in QUEUES:
         raise ValueError(f"unknown queue {queue!r}: one of {', '.join(QUEUES)}")
-    s, e, _, n_open, n_negative = stage_interval(df, *QUEUES[queue])
-    t, n = step_count(s, e)
+    s, e, kept, n_open, n_negative = _interval_mask(df, *QUEUES[queue])
+    t, n = step_count(s, e, kept)
     return QueueSeries(t, n, n_open, n_negative)
 
 
-def step_count(s, e):
+def step_count(s, e, keep=None):
     """(instants where the count changes, number of intervals [s, e)
-    covering each instant onward).
+    covering each instant onward); keep: a mask of the intervals to count
+    (None: all).
 
     After sorting all entries and exits together, a cumulative sum of +1/-1
     gives the count after every event, and the last event at each instant
     gives the count from that instant on.
     """
-    if len(s) == 0:
+    if (len(s) if keep is None else np.count_nonzero(keep)) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int32)
-    key, base = sort_tagged(e, s)
+    key, base = sort_tagged(e, s, keep)
     # in place and int32 counts where possible: fresh memory is slow on a VM
     n = np.bitwise_and(key, 1, out=np.empty(len(key), np.int32), casting="unsafe")
     n <<= 1
     n -= 1
     np.cumsum(n, out=n)
     key >>= 1
-    last = np.empty(len(key), bool)  # the last event at each instant
-    np.not_equal(key[1:], key[:-1], out=last[:-1])
-    last[-1] = True
-    if not last.all():
-        key, n = key[last], n[last]
+    keep = np.empty(len(key), bool)  # the last event at each instant
+    np.not_equal(key[1:], key[:-1], out=keep[:-1])
+    keep[-1] = True
+    n = n[keep]
     change = np.empty(len(n), bool)  # an entry and an exit at one instant change nothing
     change[0] = True
     np.not_equal(n[1:], n[:-1], out=change[1:])
-    if not change.all():
-        key, n = key[change], n[change]
+    keep[keep] = change  # one copy of the instants kept, not one per step
+    key = key[keep]
     key += base
-    return key, n
+    return key, n[change]
 
 
-def sort_tagged(a, b):
-    """a and b sorted together as one int64 array of keys
-    (t - base) << 1 | tag, tag 0 for a and 1 for b, so at equal instants a
-    comes first; returns (keys, base).
+def sort_tagged(a, b, keep=None):
+    """a and b (of them the elements keep selects, None: all) sorted together
+    as one int64 array of keys (t - base) << 1 | tag, tag 0 for a and 1 for
+    b, so at equal instants a comes first; returns (keys, base).
 
     One sort of int64 beats both argsort and searchsorted here; the stable
     sort (timsort) is the fast one because records come nearly in time
     order. The offset from the earliest instant keeps the arithmetic in int64
     whatever the clock's absolute value.
     """
-    base = min(int(a.min(initial=_MAX)), int(b.min(initial=_MAX)))
-    top = max(int(a.max(initial=base)), int(b.max(initial=base)))
+    where = True if keep is None else keep
+    base = min(int(a.min(initial=_MAX, where=where)), int(b.min(initial=_MAX, where=where)))
+    top = max(int(a.max(initial=base, where=where)), int(b.max(initial=base, where=where)))
     if top - base >= 1 << 62:
         raise ValueError("timestamps span more than 2**62 ns: not one recording's clock")
-    key = np.empty(len(a) + len(b), np.int64)
-    for part, t, tag in ((key[:len(a)], a, 0), (key[len(a):], b, 1)):
+    na = len(a) if keep is None else int(np.count_nonzero(keep))
+    nb = len(b) if keep is None else na
+    key = np.empty(na + nb, np.int64)
+    for part, t, tag in ((key[:na], a, 0), (key[na:], b, 1)):
+        if keep is not None:  # straight into the keys: no copy of the kept ones
+            t = np.compress(keep, t, out=part)
         np.subtract(t, base, out=part)  # in place: fresh memory is slow on a VM
         part <<= 1
         part |= tag
@@ -111,11 +124,17 @@ def sort_tagged(a, b):
 def time_weighted_hist(series):
     """(n values 0..max, fraction of the observed time spent at each), the
     time from the first change to the last."""
-    if len(series.t_ns) < 2:
+    t, n = series.t_ns, series.n
+    if len(t) < 2:
         return np.zeros(0, np.int64), np.zeros(0)
-    dt = np.diff(series.t_ns)
-    w = np.bincount(series.n[:-1], weights=dt.astype(np.float64))
-    return np.arange(len(w), dtype=np.int64), w / dt.sum()
+    w = np.zeros(int(n[:-1].max()) + 1)
+    # a slice of steps at a time: the durations of every step at once would
+    # be hundreds of MB of fresh memory, slow on a VM
+    for i in range(0, len(t) - 1, _CHUNK):
+        j = min(i + _CHUNK, len(t) - 1)
+        w += np.bincount(n[i:j], weights=np.diff(t[i:j + 1]).astype(np.float64),
+                         minlength=len(w))
+    return np.arange(len(w), dtype=np.int64), w / (t[-1] - t[0])
 
 
 def paper_estimate(df, queue):
@@ -126,16 +145,14 @@ def paper_estimate(df, queue):
     if queue not in PAPER_ESTIMATE:
         raise ValueError(f"the paper estimates {' and '.join(PAPER_ESTIMATE)} queues only, "
                          f"not {queue!r}")
-    enter, leave = PAPER_ESTIMATE[queue]
-    t_enter, t_leave = (df[s].to_numpy(np.int64) for s in (enter, leave))
-    t_enter, t_leave = t_enter[t_enter != 0], t_leave[t_leave != 0]
-    if len(t_leave) < 2:
+    return arrivals_per_departure(*(seen_sorted(df, s) for s in PAPER_ESTIMATE[queue]))
+
+
+def arrivals_per_departure(enter, leave):
+    """paper_estimate from the sorted instants of entry and of leaving
+    (interarrival.seen_sorted): an entry at a leave's instant counts in the
+    interval that leave ends."""
+    if len(leave) < 2:
         return np.zeros(0, np.int64)
-    key, _ = sort_tagged(t_enter, t_leave)
-    # entries sort before a leave at the same instant; the j-th leave at
-    # position p has p - j entries before it, so between two leaves
-    # diff(p) - 1 entries
-    is_leave = np.bitwise_and(key, 1, out=np.empty(len(key), np.int8), casting="unsafe")
-    entered = np.diff(np.flatnonzero(is_leave))
-    entered -= 1
-    return entered
+    # the searches go up with the leaves: numpy starts each where the last ended
+    return np.diff(np.searchsorted(enter, leave, side="right"))

@@ -7,10 +7,11 @@ import pandas as pd
 from .busy import busy_periods, min_transit_by_size
 from .coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns, interoccurrence
 from .hist import relative_histogram
-from .interarrival import output_interarrivals, prerouting_interarrivals
+from .interarrival import seen_sorted
 from .loss import loss_table
-from .queues import QueueSeries, occupancy, paper_estimate, time_weighted_hist
-from .stats import grouped_delays, stats_table
+from .queues import (PAPER_ESTIMATE, QueueSeries, arrivals_per_departure, occupancy,
+                     time_weighted_hist)
+from .stats import STAGES, grouped_delays, merged, stats_table
 
 
 @dataclass
@@ -45,35 +46,55 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
     if min_break_ns is None:
         min_break_ns = max(DEFAULT_MIN_NS, idle_floor_ns(df) or 0)
     min_break_ns = int(min_break_ns)
-    stats, hists, log_hists = _delays(df, None, resolution_ns)
-    stats_by_tos, hists_by_tos, _ = _delays(df, "tos", resolution_ns)
-    inq, outq = occupancy(df, "input"), occupancy(df, "output")
+    # the steps that keep nothing large first, those whose results stay
+    # after: their temporaries then stack on less (fresh memory is slow on a VM)
+    stats, stats_by_tos, hists, log_hists, hists_by_tos = _delays(df, resolution_ns)
     breaks = coffee_breaks(df, min_break_ns)
+    loss, min_transit = loss_table(df), min_transit_by_size(df)
+    inq, outq = occupancy(df, "input"), occupancy(df, "output")
+    delta_pr, input_paper = _departures(df, "input")
+    delta_o, output_paper = _departures(df, "output")
     return Analysis(
         resolution_ns=int(resolution_ns), min_break_ns=min_break_ns,
         packets=len(df), complete=int((df["status"] == "complete").sum()),
         stats=stats, stats_by_tos=stats_by_tos,
-        histograms=hists[()], log_histograms=log_hists,
-        histograms_by_tos={int(k[0]): h for k, h in hists_by_tos.items()},
-        delta_pr=prerouting_interarrivals(df), delta_o=output_interarrivals(df),
+        histograms=hists, log_histograms=log_hists, histograms_by_tos=hists_by_tos,
+        delta_pr=delta_pr, delta_o=delta_o,
         input_queue=inq, output_queue=outq,
         input_queue_hist=time_weighted_hist(inq), output_queue_hist=time_weighted_hist(outq),
-        input_queue_paper=paper_estimate(df, "input"),
-        output_queue_paper=paper_estimate(df, "output"),
+        input_queue_paper=input_paper, output_queue_paper=output_paper,
         coffee_breaks=breaks, coffee_interoccurrence=interoccurrence(breaks),
-        loss=loss_table(df), busy_periods=busy_periods(df),
-        min_transit=min_transit_by_size(df))
+        loss=loss, busy_periods=busy_periods(df), min_transit=min_transit)
 
 
-def _delays(df, by, resolution_ns):
-    """(stats table, {group key: {stage: Histogram}}, {stage: log Histogram}
-    when by is None) from one sort per group and stage; the sorted delays
-    are freed on return, before the next step needs memory."""
-    delays = grouped_delays(df, by)
-    hists, log_hists = {}, {}
-    for d in delays:
-        hists.setdefault(d.key, {})[d.stage] = relative_histogram(d.values, resolution_ns)
-        if by is None:
-            # log bins from the smallest delay: sub-µs stages must stay on the axis
-            log_hists[d.stage] = relative_histogram(d.values, 1, log=True)
-    return stats_table(df, by, delays), hists, log_hists
+def _departures(df, queue):
+    """(inter-departure times, queues.paper_estimate) of a queue from one
+    sort of each instant (Δpr and Δo are interarrival's)."""
+    enter, leave = PAPER_ESTIMATE[queue]
+    left = seen_sorted(df, leave)
+    return np.diff(left), arrivals_per_departure(seen_sorted(df, enter), left)
+
+
+def _delays(df, resolution_ns):
+    """(stats, stats by TOS, {stage: Histogram}, {stage: log Histogram},
+    {tos: {stage: Histogram}}) from one sort per sender and stage: all
+    packets' delays are the senders' merged, not sorted again. Each
+    sender's values are freed once merged, before the next stage's merge
+    needs memory."""
+    by_tos = grouped_delays(df, "tos")
+    stats_by_tos = stats_table(df, "tos", by_tos)
+    hists_by_tos = {}
+    for d in by_tos:
+        hists_by_tos.setdefault(int(d.key[0]), {})[d.stage] = relative_histogram(d.values,
+                                                                                resolution_ns)
+    overall, hists, log_hists = [], {}, {}
+    for stage in STAGES:
+        groups = [d for d in by_tos if d.stage == stage]
+        d = merged(stage, groups)
+        for g in groups:
+            g.values = None
+        hists[stage] = relative_histogram(d.values, resolution_ns)
+        # log bins from the smallest delay: sub-µs stages must stay on the axis
+        log_hists[stage] = relative_histogram(d.values, 1, log=True)
+        overall.append(d)
+    return stats_table(df, None, overall), stats_by_tos, hists, log_hists, hists_by_tos
