@@ -85,16 +85,16 @@ def _delays(df, resolution_ns):
     stats_by_tos = stats_table(df, "tos", by_tos)
     hists_by_tos = {}
     for d in by_tos:
-        hists_by_tos.setdefault(int(d.key[0]), {})[d.stage] = relative_histogram(d.values,
-                                                                                resolution_ns)
+        hists_by_tos.setdefault(int(d.key[0]), {})[d.stage] = relative_histogram(
+            d.values, resolution_ns, sorted_finite=True)
     overall, hists, log_hists = [], {}, {}
     for stage in STAGES:
         groups = [d for d in by_tos if d.stage == stage]
         d = merged(stage, groups)
         for g in groups:
             g.values = None
-        hists[stage] = relative_histogram(d.values, resolution_ns)
+        hists[stage] = relative_histogram(d.values, resolution_ns, sorted_finite=True)
         # log bins from the smallest delay: sub-µs stages must stay on the axis
-        log_hists[stage] = relative_histogram(d.values, 1, log=True)
+        log_hists[stage] = relative_histogram(d.values, 1, log=True, sorted_finite=True)
         overall.append(d)
     return stats_table(df, None, overall), stats_by_tos, hists, log_hists, hists_by_tos

@@ -94,9 +94,10 @@ def occupancy_series(ax, q, t0, label):
     if len(q.t_ns) < 2:
         ax.text(0.5, 0.5, "empty", ha="center", va="center", transform=ax.transAxes)
         return
-    t = (q.t_ns - t0) * 1e-9
-    edges = np.linspace(t[0], t[-1], SERIES_BINS + 1)
-    ax.stairs(peak_per_bin(t, q.n, edges), edges, label=label)
+    # bins in whole ns: the steps' instants are searched as they are, not
+    # converted to seconds first (millions of them)
+    edges = np.linspace(q.t_ns[0], q.t_ns[-1], SERIES_BINS + 1).round().astype(np.int64)
+    ax.stairs(peak_per_bin(q.t_ns, q.n, edges), (edges - t0) * 1e-9, label=label)
     ax.set_xlabel("time since the first packet (s)")
     ax.set_ylabel("packets (max per bin)")
 
