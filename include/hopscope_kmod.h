@@ -19,7 +19,9 @@
 #include "hopscope.h"
 
 #define HS_KMOD_DEVICE		"/dev/hopscope"
-#define HS_KMOD_ABI		3	/* 2: HS_IOC_COST; 3: out_segs, GSO followed */
+#define HS_KMOD_ABI		4	/* 2: HS_IOC_COST; 3: out_segs, GSO followed;
+					 * 4: HS_KMOD_F_FLOOR, which an older module
+					 * refuses as a bad config, not as its ABI */
 #define HS_KMOD_MAX_SLOTS	(1u << 18)	/* all CPUs together: memory stays bounded */
 #define HS_KMOD_MAX_RING	(1u << 19)	/* records */
 
@@ -30,6 +32,8 @@
 
 /* hs_kmod_config.flags */
 #define HS_KMOD_F_DROPS		0x1	/* record kernel drops (skb:kfree_skb) */
+#define HS_KMOD_F_FLOOR		0x2	/* every probe and hook returns at once: what
+					 * the hooks alone cost, nothing recorded */
 
 struct hs_kmod_config {
 	__u32 abi;		/* HS_KMOD_ABI */

@@ -93,6 +93,7 @@ void hs_probe_consume(void *data, struct sk_buff *skb)
 	struct hs_slot *slot;
 	unsigned long flags;
 
+	HS_FLOOR_EXIT(s);
 	/* most consumed skbs are not merged, and of those few are ours */
 	if (!skb_is_gso(skb))
 		return;

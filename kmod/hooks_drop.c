@@ -20,6 +20,7 @@ void hs_probe_kfree(void *data, struct sk_buff *skb, void *location,
 	unsigned long flags;
 	u8 st, last = HS_T0;
 
+	HS_FLOOR_EXIT(s);
 	slot = hs_slot_find(s, skb, &b, &flags);
 	if (!slot)
 		return;

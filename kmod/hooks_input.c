@@ -32,6 +32,7 @@ void hs_probe_netif_rx(void *data, struct sk_buff *skb)
 	unsigned long flags;
 	u64 now;
 
+	HS_FLOOR_EXIT(s);
 	if (!hs_dev_in(s, skb->dev))
 		return;
 	now = ktime_get_ns();
@@ -58,6 +59,7 @@ void hs_probe_receive(void *data, struct sk_buff *skb)
 	u64 now, seq;
 	int err;
 
+	HS_FLOOR_EXIT(s);
 	if (!hs_dev_in(s, skb->dev))
 		return;
 	now = ktime_get_ns();

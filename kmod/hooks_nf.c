@@ -26,8 +26,10 @@ static unsigned int hs_nf_stamp(void *priv, struct sk_buff *skb, const struct nf
 {
 	const struct hs_nf_stamp *h = &hs_nf_stamps[st->hook];
 	struct hs_session *s = priv;
-	u64 now = ktime_get_ns(), seq;
+	u64 now, seq;
 
+	HS_FLOOR_EXIT(s, NF_ACCEPT);
+	now = ktime_get_ns();
 	seq = hs_slot_stamp(s, skb, h->stage, now);
 	if (!seq) {
 		if (h->miss != HS_C_NCOUNTERS)
@@ -47,6 +49,7 @@ static unsigned int hs_nf_local_in(void *priv, struct sk_buff *skb, const struct
 	struct hs_slot *slot;
 	unsigned long flags;
 
+	HS_FLOOR_EXIT(s, NF_ACCEPT);
 	slot = hs_slot_find_fwd(s, skb, &b, &flags);
 	if (slot) {
 		hs_count(s, HS_C_LOCAL);

@@ -12,6 +12,7 @@ void hs_probe_queue(void *data, struct sk_buff *skb)
 	struct hs_session *s = data;
 	u64 now, seq;
 
+	HS_FLOOR_EXIT(s);
 	if (!hs_dev_out(s, skb->dev))
 		return;
 	now = ktime_get_ns();
@@ -32,6 +33,7 @@ void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_devic
 	bool traced;
 	u64 now, seq;
 
+	HS_FLOOR_EXIT(s);
 	if (!dev || dev_net(dev) != READ_ONCE(s->net))
 		return;
 	now = ktime_get_ns();

@@ -100,7 +100,7 @@ int hs_session_configure(struct hs_session *s, const struct hs_kmod_config *cfg)
 		return -EOPNOTSUPP;
 	if (!(cfg->stages & HS_STAGE_BIT(HS_T1)) || !(cfg->stages & HS_STAGE_BIT(HS_T4)))
 		return -EINVAL;
-	if (cfg->flags & ~HS_KMOD_F_DROPS)
+	if (cfg->flags & ~(HS_KMOD_F_DROPS | HS_KMOD_F_FLOOR))
 		return -EINVAL;
 	if ((cfg->flags & HS_KMOD_F_DROPS) && !hs_tp_found(HS_TP_KFREE))
 		return -EOPNOTSUPP;

@@ -115,6 +115,10 @@ struct hs_session {
 
 #define hs_count(s, idx) this_cpu_inc((s)->pcpu->c[idx])
 
+/* HS_KMOD_F_FLOOR: every probe's first line, as the eBPF programs' */
+#define HS_FLOOR_EXIT(s, ...) \
+	do { if (unlikely((s)->flags & HS_KMOD_F_FLOOR)) return __VA_ARGS__; } while (0)
+
 /* the packets whose probe cost is sampled, by their seq (include/hopscope.h) */
 static inline bool hs_cost_sampled(u64 seq)
 {

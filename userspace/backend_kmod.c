@@ -87,7 +87,7 @@ static int build_config(const struct hs_config *cfg, const struct hs_kmod_info *
 	kc->abi = HS_KMOD_ABI;
 	kc->netns_fd = -1;	/* the recorder has entered the router's netns */
 	kc->stages = cfg->stages;
-	kc->flags = cfg->drops ? HS_KMOD_F_DROPS : 0;
+	kc->flags = (cfg->drops ? HS_KMOD_F_DROPS : 0) | (cfg->floor ? HS_KMOD_F_FLOOR : 0);
 	kc->slots_per_cpu = cfg->slots_per_cpu;
 	kc->ring_records = ring_records(cfg->ringbuf_bytes);
 	for (int i = 0; i < cfg->n_ifaces; i++) {
