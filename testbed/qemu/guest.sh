@@ -4,15 +4,12 @@
 # traffic, and ends with one line the host parses:
 #   RESULT kernel=RELEASE pass=N fail=N skip=N
 # Each check prints "CHECK name ok|FAIL|SKIP detail".
-#
-#   sender1                    router                        receiver
-#   s1-eth0 198.18.1.2 --- r-s1 198.18.1.1 | r-rx 198.18.3.1 --- rx-eth0 198.18.3.2
-#           2001:2:0:1::2       2001:2:0:1::1 | 2001:2:0:3::1        2001:2:0:3::2
-# RPS moves the router's receive processing on r-s1 to CPU1, so t0 (netif_rx,
-# sender's CPU) and t1 (netif_receive_skb, CPU1) are on different CPUs.
+# The topology is guest-router.sh's; RPS moves the router's receive
+# processing on r-s1 to CPU1, so t0 (netif_rx, sender's CPU) and t1
+# (netif_receive_skb, CPU1) are on different CPUs.
 
 . /lib/hs/guest-lib.sh
-in_ns() { $NS_EXEC "$@"; }
+. /lib/hs/guest-router.sh
 
 val() {	# SUMMARY-LINE KEY: the number, -1 when missing
 	_v=$(echo " $1 " | sed -n "s/.* $2=\([0-9]*\) .*/\1/p")
@@ -24,35 +21,6 @@ wait_file() {	# up to 30 s
 	[ -e "$1" ]
 }
 meminfo() { sed -n "s/^$1: *\([0-9]*\) kB/\1/p" /proc/meminfo; }
-
-topology() {
-	ip netns add sender1 && ip netns add router && ip netns add receiver || return 1
-	ip -n router link add r-s1 address 02:00:00:00:01:01 type veth \
-		peer name s1-eth0 address 02:00:00:00:01:02 netns sender1 || return 1
-	ip -n router link add r-rx address 02:00:00:00:03:01 type veth \
-		peer name rx-eth0 address 02:00:00:00:03:02 netns receiver || return 1
-	for spec in "sender1 s1-eth0 r-s1 1" "receiver rx-eth0 r-rx 3"; do
-		set -- $spec
-		ip -n "$1" link set lo up
-		ip -n "$1" addr add 198.18.$4.2/24 dev "$2"
-		ip -n "$1" addr add 2001:2:0:$4::2/64 dev "$2" nodad
-		ip -n "$1" link set "$2" up
-		ip -n "$1" route add default via 198.18.$4.1
-		ip -n "$1" -6 route add default via 2001:2:0:$4::1
-		ip -n "$1" neigh replace 198.18.$4.1 lladdr 02:00:00:00:0$4:01 dev "$2" nud permanent
-		ip -n "$1" neigh replace 2001:2:0:$4::1 lladdr 02:00:00:00:0$4:01 dev "$2" nud permanent
-		ip -n router addr add 198.18.$4.1/24 dev "$3"
-		ip -n router addr add 2001:2:0:$4::1/64 dev "$3" nodad
-		ip -n router link set "$3" up
-		ip -n router neigh replace 198.18.$4.2 lladdr 02:00:00:00:0$4:02 dev "$3" nud permanent
-		ip -n router neigh replace 2001:2:0:$4::2 lladdr 02:00:00:00:0$4:02 dev "$3" nud permanent
-	done
-	ip -n router link set lo up
-	ip -n router route add unreachable 198.18.9.0/24
-	in_ns router sh -c 'echo 1 > /proc/sys/net/ipv4/conf/all/forwarding &&
-		echo 1 > /proc/sys/net/ipv6/conf/all/forwarding &&
-		echo 2 > /sys/class/net/r-s1/queues/rx-0/rps_cpus'
-}
 
 # reader NAME ARGS...: start hs_reader in the router, wait until it records
 reader() {
@@ -330,12 +298,33 @@ test_cli() {
 		expect auto_picks_kmod "no BPF netfilter link: auto said so $picked time(s)" "$picked" -ge 1
 		skipped backends_agree "no BPF netfilter link on this kernel"
 	fi
+	# --floor (bench/kmod_overhead): the module's probes return at once, the
+	# router forwards, the file holds no record and no cost sample
+	f0=$(forwarded)
+	rm -f /tmp/floor.ready
+	mkfifo /tmp/floor.ready
+	hopscope record --backend kmod --floor -n router -i r-s1 -O r-rx -q -o /tmp/floor.hsr \
+		--ready-fd 3 3>/tmp/floor.ready 2>/tmp/cli-floor.err &
+	fpid=$!
+	read -r ready </tmp/floor.ready || ready=
+	s=$(send 198.18.3.2 9000 1000)
+	kill -INT $fpid
+	wait $fpid
+	rc=$?
+	f1=$(forwarded)
+	n=$(sed -n 's/.*: \([0-9]*\) records in .*/\1/p' /tmp/cli-floor.err)
+	line=$(hs_hsrcost /tmp/floor.hsr)
+	expect kmod_floor "${ready:-no ready line}, rc $rc, forwarded $((f1 - f0)) of $s, records ${n:-?}; $line" \
+		"$ready" = ready -a $rc -eq 0 -a $((f1 - f0)) -ge 1000 -a "$n" = 0 -a \
+		"$(val "$line" end)" = 1 -a "$(val "$line" t1_n)" = 0 -a "$(val "$line" t4_n)" = 0
+	[ $rc -eq 0 ] || sed 's/^/  stderr: /' /tmp/cli-floor.err
 	rmmod hopscope
 }
 
 echo "GUEST kernel $(uname -r)"
 insmod /lib/hs/veth.ko
 topology || echo "topology failed"
+in_ns router sh -c 'echo 2 > /sys/class/net/r-s1/queues/rx-0/rps_cpus'
 vm0=$(meminfo VmallocUsed) pc0=$(meminfo Percpu)
 insmod /lib/hs/hopscope.ko
 expect loaded "$(dmesg | grep 'hopscope: ready' | tail -n 1)" -c /dev/hopscope

@@ -56,7 +56,7 @@ run_series() {
 	bins="$work/tools/hs_reader $work/tools/hs_udp $work/tools/hs_rawread $work/tools/hs_hsrcost"
 	[ -x "$cli" ] && bins="$bins $cli"
 	# shellcheck disable=SC2086
-	"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/guest.sh" "$dir/veth.ko" \
+	"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/guest.sh" "$here/guest-router.sh" "$dir/veth.ko" \
 		"$dir/src/kmod/hopscope.ko" -- $bins
 	boot_guest kmod-qemu "$dir" "$dir/vmlinuz" -nic none
 }

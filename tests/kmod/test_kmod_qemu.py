@@ -4,7 +4,8 @@ testbed/qemu/run.sh builds kmod/ against the series' headers, boots the
 matching Debian kernel under QEMU (TCG) and runs testbed/qemu/guest.sh inside:
 records checked against known traffic (one complete record per forwarded
 packet, delays >= 0), the probes' own cost sampled at every stage and stored
-in the file, drops, eviction, queue overflow, privileges, netns removal,
+in the file, `hopscope record --floor` on the module (packets forwarded,
+nothing recorded), drops, eviction, queue overflow, privileges, netns removal,
 unload under traffic, dmesg clean, and on 6.12 the eBPF backend on the same
 traffic. Every check guest.sh has must print its CHECK line once,
 none FAIL. Skipped only when QEMU or the headers are not installed
