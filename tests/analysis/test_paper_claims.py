@@ -59,9 +59,19 @@ def peaked(rng, modes, weights=None, sd=20):
     return (np.asarray(modes)[which] + rng.normal(0, sd, N)).astype(np.int64)
 
 
-def traffic(size=550, gaps="constant", rate=14000, tos=4):
+def traffic(size=550, gaps="constant", rate=14000, tos=4, cpu="sender"):
     size = {"dist": "constant", "value": size} if isinstance(size, int) else size
-    return pc.Traffic.of({"tos": tos, "size": size, "gaps": {"dist": gaps}, "rate": rate})
+    return pc.Traffic.of({"tos": tos, "size": size, "gaps": {"dist": gaps}, "rate": rate,
+                          "cpu": cpu})
+
+
+def test_a_control_with_a_generator_on_the_router_cpu_is_in_no_set():
+    """The paper files' controls carry their twin's traffic with sender2 on
+    the router's CPU: not the paper's set-up, so no claim reads them."""
+    twin = pc.Condition("s1-550B_s2-550B", [traffic(), traffic(tos=5)])
+    control = pc.Condition("control", [traffic(), traffic(tos=5, cpu="router")])
+    assert twin.set == "Table I" and control.set is None
+    assert pc.of_set([twin, control], "Table I") == [twin]
 
 
 GAUSSIAN = {"dist": "normal", "mean": 600, "std": 200}

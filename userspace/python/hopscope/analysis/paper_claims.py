@@ -182,12 +182,13 @@ class Traffic:
     size: tuple        # the size's settings, sorted: (("dist", "constant"), ("value", 550))
     gaps: str          # constant | exponential | pareto
     rate: float
+    cpu: object = "sender"   # where its generator ran: a testbed role or a CPU number
 
     @classmethod
     def of(cls, sender):
         """From a sender of a campaign run's condition (metadata.json)."""
         return cls(int(sender["tos"]), tuple(sorted(sender["size"].items())),
-                   sender["gaps"]["dist"], float(sender["rate"]))
+                   sender["gaps"]["dist"], float(sender["rate"]), sender.get("cpu", "sender"))
 
     @property
     def size_dist(self):
@@ -226,7 +227,12 @@ class Condition:
     @property
     def set(self):
         """Type1..3 alone (sender1 only), Table I..III (sender2 of Type1..3
-        beside sender1's Type1), else None."""
+        beside sender1's Type1), else None (also a control: a generator on
+        the router's CPU)."""
+        # a generator on the router's CPU (the paper files' control
+        # conditions) is not the paper's set-up: its twin is the condition
+        if any(s.cpu == "router" for s in self.senders):
+            return None
         types = [s.type for s in self.senders]
         if len(types) == 1 and types[0]:
             return types[0]
