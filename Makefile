@@ -55,9 +55,10 @@ $(OUT)/vmlinux.h: | $(OUT)
 	$(call msg,GEN,$@)
 	$(Q)$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $@.tmp && mv $@.tmp $@
 
+# HS_OBJECT: the object's own name for the kfuncs it calls (ebpf/hopscope.bpf.h)
 $(OUT)/bpf/%.bpf.o: ebpf/%.bpf.c $(BPF_HDRS) $(OUT)/vmlinux.h | $(OUT)/bpf
 	$(call msg,BPF,$@)
-	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+	$(Q)$(CLANG) $(BPF_CFLAGS) -DHS_OBJECT=$* -c $< -o $@
 
 $(OUT)/sink.bpf.o: ebpf/sink.bpf.c $(OUT)/vmlinux.h | $(OUT)
 	$(call msg,BPF,$@)

@@ -240,7 +240,8 @@ struct hs_cost {
 /*
  * The packet key: a hash of the bytes a router never changes, computed the
  * same way wherever a stage has no skb to key on. The caller fills this
- * struct (zeroed first) from the packet; hs_key_hash mixes it.
+ * struct (zeroed first) from the packet; hs_key_hash mixes it. Eight 64-bit
+ * words (two 32-bit fields each, the first the low half) and the meta word.
  */
 struct hs_key_input {
 	__u32 saddr[4];
@@ -248,33 +249,39 @@ struct hs_key_input {
 	__u32 l4[4];		/* ports, TCP seq/ack or ICMP id/seq: first 16 bytes of L4 */
 	__u32 payload[4];	/* first 16 payload bytes after the L4 header, within the IP length */
 	__u32 meta;		/* proto << 16 | ip_len */
-};
+} __attribute__((aligned(8)));
 
-static inline __u32 hs_mix32(__u32 h, __u32 v)
+static inline __u64 hs_rotl64(__u64 x, unsigned int r)
 {
-	/* murmur3's per-word step: cheap, no tables, same result everywhere */
-	v *= 0xcc9e2d51u;
-	v = (v << 15) | (v >> 17);
-	v *= 0x1b873593u;
-	h ^= v;
-	h = (h << 13) | (h >> 19);
-	return h * 5 + 0xe6546b64u;
+	return (x << r) | (x >> (64 - r));
 }
+
+/*
+ * xxHash64's round per 64-bit word and murmur3's 64-bit finalizer, folded to
+ * 32 bits: 64-bit arithmetic throughout (BPF without alu32 pays for every
+ * 32-bit operation), a quarter of the multiplications murmur3's 32-bit
+ * rounds took; it cost XDP ~35 ns a packet (docs/measurements.md).
+ */
+/* which hs_key_hash a file's keys are (its header's key_hash): keys of two
+ * files compare only when it is the same; 1 was murmur3's 32-bit rounds */
+#define HS_KEY_HASH 2
 
 static inline __u32 hs_key_hash(const struct hs_key_input *k)
 {
-	const __u32 *w = (const __u32 *)k;
-	__u32 h = 0x9747b28cu;
+	const __u64 *w = (const __u64 *)k;
+	__u64 h = 0x27d4eb2f165667c5ull ^ k->meta;
 	unsigned int i;
 
-	for (i = 0; i < sizeof(*k) / 4; i++)
-		h = hs_mix32(h, w[i]);
-	h ^= h >> 16;
-	h *= 0x85ebca6bu;
-	h ^= h >> 13;
-	h *= 0xc2b2ae35u;
-	h ^= h >> 16;
-	return h;
+	for (i = 0; i < 8; i++) {
+		h ^= w[i] * 0xc2b2ae3d27d4eb4full;
+		h = hs_rotl64(h, 31) * 0x9e3779b185ebca87ull;
+	}
+	h ^= h >> 33;
+	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
+	h ^= h >> 33;
+	return (__u32)(h ^ (h >> 32));
 }
 
 #endif /* HOPSCOPE_H */

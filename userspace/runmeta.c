@@ -244,6 +244,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_str(j, "format", "hopscope-record");
 	js_u64(j, "version", HS_FILE_VERSION);
 	js_str(j, "tracer_version", HS_VERSION);
+	js_u64(j, "key_hash", HS_KEY_HASH);
 	js_str(j, "backend", b->name);
 	js_bool(j, "floor", cfg->floor);
 	js_str(j, "command", js_text(&cmd) ? js_text(&cmd) : "");

@@ -7,10 +7,12 @@ import struct
 import sys
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hopscope.traffic.generators import iperf
 from hopscope.traffic import packetkey as pk
+from hopscope.traffic.truth import join_truth
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bpf"))
 from keyhash import key_hash as reference  # noqa: E402
@@ -38,6 +40,19 @@ def test_numpy_key_equals_reference(size):
     words = np.frombuffer(payload[:16].ljust(16, b"\0"), dtype="<u4").reshape(1, 4)
     got = pk.key_hash(pk.udp4_words(SRC, DST, 40000, 10001, [size], pk.clip_payload(words, [size])))
     assert int(got[0]) == reference_key(40000, 10001, payload)
+
+
+@pytest.mark.parametrize("made", [None, 1])
+def test_keys_of_another_hash_are_refused_not_left_unmatched(made):
+    """A file whose keys another hs_key_hash made (before the header said
+    which: 1) would match no generator packet: refused, saying why."""
+    df = pd.DataFrame()
+    df.attrs["header"] = {"mono_to_realtime_ns": 0}
+    if made is not None:
+        df.attrs["header"]["key_hash"] = made
+    with pytest.raises(ValueError, match="keys were made by key hash 1, this hopscope "
+                                         "recomputes the generators' with 2"):
+        join_truth(df, "/nonexistent", meta={"addresses": {}, "senders": {}})
 
 
 def iperf3_flow(n, lost=(), seed=1, slow=()):

@@ -3,38 +3,35 @@ recomputed for packets a generator says it sent, to find their records.
 
 The key hashes 17 little-endian 32-bit words: saddr[4], daddr[4], the first
 16 bytes of L4 (for UDP: the 8-byte header, then zeros), the first 16 payload
-bytes (zeros past the payload) and proto << 16 | ip_len.
+bytes (zeros past the payload) and proto << 16 | ip_len; the first 16 as
+eight 64-bit words.
 """
 import ipaddress
 
 import numpy as np
 
 U32 = np.uint32
+U64 = np.uint64
 WORDS = 17
-
-
-def _mix(h, v):
-    v = v * U32(0xCC9E2D51)
-    v = (v << U32(15)) | (v >> U32(17))
-    v = v * U32(0x1B873593)
-    h = h ^ v
-    h = (h << U32(13)) | (h >> U32(19))
-    return h * U32(5) + U32(0xE6546B64)
 
 
 def key_hash(words):
     """words: uint32 array (..., 17) -> the keys, uint32 (...)."""
     words = np.asarray(words, dtype=U32)
+    # the eight 64-bit words: pairs of 32-bit ones, the first the low half
+    w64 = words[..., :16].astype(U64)
+    w64 = w64[..., 0::2] | (w64[..., 1::2] << U64(32))
     with np.errstate(over="ignore"):
-        h = np.full(words.shape[:-1], 0x9747B28C, dtype=U32)
-        for i in range(WORDS):
-            h = _mix(h, words[..., i])
-        h ^= h >> U32(16)
-        h *= U32(0x85EBCA6B)
-        h ^= h >> U32(13)
-        h *= U32(0xC2B2AE35)
-        h ^= h >> U32(16)
-    return h
+        h = U64(0x27D4EB2F165667C5) ^ words[..., 16].astype(U64)
+        for i in range(8):
+            h = h ^ (w64[..., i] * U64(0xC2B2AE3D27D4EB4F))
+            h = ((h << U64(31)) | (h >> U64(33))) * U64(0x9E3779B185EBCA87)
+        h = h ^ (h >> U64(33))
+        h = h * U64(0xFF51AFD7ED558CCD)
+        h = h ^ (h >> U64(33))
+        h = h * U64(0xC4CEB9FE1A85EC53)
+        h = h ^ (h >> U64(33))
+    return ((h ^ (h >> U64(32))) & U64(0xFFFFFFFF)).astype(U32)
 
 
 def _be16_pair(a, b):

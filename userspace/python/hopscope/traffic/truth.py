@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from ..record import format as fmt
+from ..record import header as hs_header
 from .generators import iperf
 from . import packetkey as pk
 from .generators.ditg import DAY_NS
@@ -37,6 +38,11 @@ def join_truth(df, run_dir, meta=None):
         with open(os.path.join(run_dir, "metadata.json")) as f:
             meta = json.load(f)
     offset = df.attrs["header"]["mono_to_realtime_ns"]
+    made = df.attrs["header"].get("key_hash", 1)  # absent: before the field, 1
+    if made != hs_header.KEY_HASH:
+        raise ValueError(f"the records' keys were made by key hash {made}, this hopscope "
+                         f"recomputes the generators' with {hs_header.KEY_HASH}: no packet "
+                         "would be found (docs/record-format.md, key_hash)")
     dst = meta["addresses"]["receiver"]
     parts, extra = [], {}
     for name, s in meta["senders"].items():
