@@ -93,13 +93,17 @@ def test_copies_freed_on_the_router_are_not_drops(tb, tmp_path):
     assert len(d) == 300 and d.seq.is_unique, d.status.value_counts()
     st = d.status.value_counts()
     assert st["dropped"] == 0, st
-    # complete, but for a packet whose t4 found its slot stale (1 of 300 in
-    # 2 runs of 4, shielded: a by_skb corner when the tap closes mid-queue,
-    # cause not found); it is flagged t4_unseen, never passed off as complete
+    # complete, but for a packet whose t4 found neither its metadata nor its
+    # by_skb entry (0-2 of 300 in most runs on a busy machine: a by_skb
+    # corner when the tap closes mid-queue, cause not found). Such a packet
+    # is in flight at the stop, its t4 counted in out_nometa, and flagged
+    # t4_unseen unless no later packet of its flow left to tell
     assert st["complete"] >= 297, st
     rest = d[d.status != "complete"]
     unseen = (rest["flags"].to_numpy() & 0x80) != 0     # t4_unseen; df.flags is pandas'
-    assert (rest.status == "inflight").all() and unseen.all(), rest
+    last = rest.t1.to_numpy() >= d[d.status == "complete"].t1.max()
+    assert (rest.status == "inflight").all() and (unseen | last).all(), rest
+    assert len(rest) <= c["out_nometa"], c
     assert c["race"] == 0 and c["evicted"] == 0, c
 
 
