@@ -13,6 +13,7 @@ import pytest
 import hopscope
 from hopscope.record import format as fmt
 from hopscope.record.synth import recompute_checksums, write_synthetic
+from hopscope.report.describe import describe
 
 N = 20_000
 CHUNK = 4096
@@ -389,6 +390,24 @@ def test_segs_counts_the_wire_packets_of_a_merged_record(tmp_path, quiet):
     df = hopscope.load(s.path)
     assert list(df["segs"][:4]) == [7, 1, 1, 1]
     assert df["segs"].sum() == 100 + 6
+    complete = df["segs"][(df["status"] == "complete").to_numpy()].sum()
+    assert dict(describe(df))["merged"] == (f"1 records are GRO-merged packets; the complete "
+                                            f"records hold {complete} wire packets (column segs)")
+
+
+def test_describe_names_an_input_re_attached_during_the_run(tmp_path, quiet):
+    """The header has the XDP mode at the start, END the one each input ended in."""
+    df = hopscope.load(_synth(tmp_path, n=100).path)
+    iface = next(i for i in df.attrs["header"]["interfaces"] if i["role"] == "in")
+    iface["xdp_mode"] = "native"
+    def line():
+        return next(t for k, t in describe(df) if k == "interface" and
+                    t.startswith(iface["name"] + " "))
+
+    df.attrs["trailer"]["xdp_modes"] = {iface["name"]: "native"}
+    assert "re-attached" not in line()
+    df.attrs["trailer"]["xdp_modes"] = {iface["name"]: "generic"}
+    assert "xdp_mode native" in line() and "re-attached in generic XDP during the run" in line()
 
 
 def test_full_flow_table_takes_addresses_from_the_records(tmp_path, quiet):

@@ -31,7 +31,8 @@ _COUNTER_ROWS = (
     ("t0_miss", "tracer", "t0", "t0 not found for the packet at t1"),
     ("pre_nometa", "other", "t2", "seen without metadata: local, untraced input, or lost"),
     ("post_nometa", "other", "t3", "seen without metadata: local, untraced input, or lost"),
-    ("out_nometa", "other", "t4", "seen without metadata: the router's own or untraced input"),
+    ("out_nometa", "other", "t4", "seen without metadata: the router's own, untraced input, "
+                                  "or a merged packet's segment not followed"),
     ("local", "other", None, "delivered to the router itself: not forwarded"),
 )
 

@@ -53,11 +53,17 @@ def describe(df):
     out.append(("system", f"kernel {kernel.get('release', '?')} {kernel.get('machine', '')}, "
                           f"{cpu.get('count', '?')} x {cpu.get('model', '?')}"))
     out.append(("clock", clock_line(a["clock"])))
+    # the mode each input ended in (END): auto may re-attach one in generic
+    ended = (a.get("trailer") or {}).get("xdp_modes") or {}
     for i in h.get("interfaces") or ():
         keys = ("ifindex", "driver", "xdp_mode", "rps_cpus", "mtu")
         detail = [f"{k} {i[k]}" + (f" ({i['xdp_mode_why']})" if k == "xdp_mode" and
                                    i.get("xdp_mode_why") else "")
                   for k in keys if i.get(k) not in (None, "")]
+        end = ended.get(i.get("name"))
+        if end and end != i.get("xdp_mode"):
+            detail.append(f"re-attached in {end} XDP during the run (the driver gave no "
+                          "metadata room)")
         qdisc = i.get("qdisc")  # `tc -j qdisc show` objects
         if isinstance(qdisc, list):
             detail.append("qdisc " + " ".join(str(q.get("kind", "?")) for q in qdisc
@@ -73,6 +79,11 @@ def describe(df):
         out.append(("span", f"{span:.3f} s of t1{rate}"))
     counts = df["status"].value_counts(sort=False)
     out.append(("status", ", ".join(f"{k} {v}" for k, v in counts.items() if v)))
+    merged = df["segs"] > 1
+    if merged.any():  # the kernel module leaves GRO on
+        wire = int(df["segs"][(df["status"] == "complete").to_numpy()].sum())
+        out.append(("merged", f"{int(merged.sum())} records are GRO-merged packets; the "
+                              f"complete records hold {wire} wire packets (column segs)"))
     out.append(("cross-cpu", f"{a['cross_cpu']} of {counts.get('complete', 0)} complete records had t1 and t4 "
                              "on different CPUs (column cross_cpu): their transit holds the "
                              "TSC offset between the two CPUs (docs/clock.md)"))
