@@ -6,6 +6,8 @@
 # boot a stock kernel) with a minimal initramfs that runs guest.sh, and read
 # its CHECK and RESULT lines from the serial console.
 # Work files and the console log go to build/qemu/RELEASE/ (HS_QEMU_DIR).
+# HS_QEMU_GUEST: another /init for the same guest (bench/kmod_overhead's
+# bench-guest.sh), its work files in build/qemu/RELEASE/NAME/.
 # Exit: 0 every kernel passed, 1 a check failed, 77 QEMU or headers missing.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
@@ -13,6 +15,7 @@ top=$(cd "$here/../.." && pwd)
 work=${HS_QEMU_DIR:-$top/build/qemu}
 limit=${HS_QEMU_TIMEOUT:-240}	# seconds per guest
 cli=${HS_CLI:-$top/build/hopscope}
+guest=${HS_QEMU_GUEST:-$here/guest.sh}
 CC=${CC:-gcc}
 CFLAGS="-O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11"
 
@@ -49,16 +52,19 @@ run_series() {
 	fi
 	rel=${kdir#/usr/src/linux-headers-}
 	dir=$work/$rel
-	mkdir -p "$dir"
+	# another guest's files apart: a test may be running this one meanwhile
+	out=$dir
+	[ "$guest" = "$here/guest.sh" ] || out=$dir/$(basename "$guest" .sh)
+	mkdir -p "$out"
 	t0=$(date +%s)
 	"$here/fetch-kernel.sh" "$rel" "$dir" || return 1
-	build_module "$kdir" "$dir" || { echo "kmod-qemu: $rel: module build failed"; return 1; }
+	build_module "$kdir" "$out" || { echo "kmod-qemu: $rel: module build failed"; return 1; }
 	bins="$work/tools/hs_reader $work/tools/hs_udp $work/tools/hs_rawread $work/tools/hs_hsrcost"
 	[ -x "$cli" ] && bins="$bins $cli"
 	# shellcheck disable=SC2086
-	"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/guest.sh" "$here/guest-router.sh" "$dir/veth.ko" \
-		"$dir/src/kmod/hopscope.ko" -- $bins
-	boot_guest kmod-qemu "$dir" "$dir/vmlinuz" -nic none
+	"$here/mkinitramfs.sh" "$out/initrd.gz" "$guest" "$here/guest-router.sh" "$dir/veth.ko" \
+		"$out/src/kmod/hopscope.ko" -- $bins
+	boot_guest kmod-qemu "$out" "$dir/vmlinuz" -nic none
 }
 
 [ $# -gt 0 ] || set -- 6.1 6.12
