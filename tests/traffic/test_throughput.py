@@ -95,7 +95,9 @@ def test_lossless_rate_is_just_below_the_shapers(search):
             assert t.get("repeated"), t
             got_through = t["attempts"][0]["received"]
             assert all(not a["lossless"] or a["sent"] <= got_through for a in t["attempts"]), t
-        if t["rate_pps"] > SHAPER_PPS + slack:
+        # what was offered, not asked: a loaded machine's generator sends up to
+        # 5 % less (still "reached"), and a shaper passes what it can carry
+        if t["offered_pps"] > SHAPER_PPS + slack:
             assert not t["lossless"], t
     assert read_results(out / "throughput.json") == {name: result["lossless_pps"]}
     assert f"lossless throughput {result['lossless_pps']:g} pps" in err
