@@ -110,6 +110,26 @@ HS_EXTERN struct {
 } cost SEC(".maps");
 
 
+/* stage histograms (include/hopscope.h): a series' index by its key, handed
+ * out from hs_hist_next on its first packet; the histograms by index */
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__type(key, __u64);
+	__type(value, __u32);
+	__uint(max_entries, HS_HIST_KEYS);
+} hist_keys SEC(".maps");
+
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hs_hist_set);
+	__uint(max_entries, HS_HIST_KEYS);
+} hist SEC(".maps");
+
+HS_EXTERN volatile __u64 hs_hist_next HS_ZERO;
+/* complete packets of a series that found no index free: in no histogram */
+HS_EXTERN volatile __u64 hs_hist_nokey HS_ZERO;
+
 /* Settings fixed at load time (rodata: the verifier prunes what is off). */
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_slot_shift HS_ZERO;
@@ -121,6 +141,8 @@ HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
 /* --floor: every program returns at once (the verifier drops the rest), so a
  * run measures what the hooks alone cost, the floor no tracer there can beat */
 HS_EXTERN const volatile __u32 cfg_floor HS_ZERO;
+/* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE (no record leaves: the ring is unused) */
+HS_EXTERN const volatile __u32 cfg_hist HS_ZERO;
 
 #define HS_READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
@@ -382,8 +404,11 @@ static __always_inline __u64 hs_wakeup_flag(__u64 seq)
  */
 static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __u8 status)
 {
-	struct hs_record *out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
+	struct hs_record *out;
 
+	if (cfg_hist == HS_HIST_AGGREGATE)
+		return NULL;
+	out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
 	if (!out)
 		return NULL;
 	__builtin_memcpy(out, rec, sizeof(*out));
@@ -407,6 +432,8 @@ static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 		return false;
 	}
 	if (!out) {
+		if (cfg_hist == HS_HIST_AGGREGATE)
+			return true;
 		hs_count(HS_C_RB_FAIL);
 		if (status == HS_ST_COMPLETE)
 			hs_count(HS_C_RB_FAIL_COMPLETE);
@@ -415,6 +442,72 @@ static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 	out->seq = seq;
 	bpf_ringbuf_submit(out, hs_wakeup_flag(seq));
 	return true;
+}
+
+/* later - earlier into h, when both stages stamped the packet */
+static __always_inline void hs_hist_add(struct hs_hist *h, __u64 later, __u64 earlier)
+{
+	__u64 d = later - earlier;
+	__u32 i;
+
+	if (!later || !earlier)
+		return;
+	h->count++;
+	if ((__s64)d < 0) {
+		h->negative++;
+		return;
+	}
+	h->sum_ns += d;
+	if (!d) {
+		h->zero++;
+		return;
+	}
+	i = hs_hist_bucket(d);
+	if (i < HS_HIST_BUCKETS)
+		h->bucket[i]++;
+	else
+		h->overflow++;
+}
+
+/* the series of (output, tos), its index taken on its first packet; NULL:
+ * every index is taken (counted) */
+static __always_inline struct hs_hist_set *hs_hist_series(__u32 ifindex, __u8 tos)
+{
+	__u64 key = hs_hist_key(ifindex, tos);
+	__u32 *idx = bpf_map_lookup_elem(&hist_keys, &key), n;
+
+	if (!idx && HS_READ_ONCE(hs_hist_next) < HS_HIST_KEYS) {
+		/* 64-bit: a fetching 32-bit add needs alu32 */
+		n = __sync_fetch_and_add(&hs_hist_next, 1);
+		/* a CPU that lost the race to insert this key uses the winner's
+		 * index (its own stays unused: no key maps to it) */
+		if (n < HS_HIST_KEYS && !bpf_map_update_elem(&hist_keys, &key, &n, BPF_NOEXIST))
+			idx = &n;
+		else
+			idx = bpf_map_lookup_elem(&hist_keys, &key);
+	}
+	if (!idx) {
+		__sync_fetch_and_add(&hs_hist_nokey, 1);
+		return NULL;
+	}
+	return bpf_map_lookup_elem(&hist, idx);
+}
+
+/* A complete packet's delays into its series: t its stamps, t4 included */
+static __always_inline void hs_hist_packet(const __u64 *t, __u32 ifindex, __u8 tos)
+{
+	struct hs_hist_set *set = hs_hist_series(ifindex, tos);
+
+	if (!set)
+		return;
+	hs_hist_add(&set->d[HS_D_IQ], t[HS_T2], t[HS_T1]);
+	hs_hist_add(&set->d[HS_D_P], t[HS_T3], t[HS_T2]);
+	hs_hist_add(&set->d[HS_D_OQ], t[HS_T4], t[HS_T3]);
+	hs_hist_add(&set->d[HS_D_TRANSIT], t[HS_T4], t[HS_T1]);
+	if (hs_stage_on(HS_T0))
+		hs_hist_add(&set->d[HS_D_RXQ], t[HS_T1], t[HS_T0]);
+	if (hs_stage_on(HS_TCEG))
+		hs_hist_add(&set->d[HS_D_QDISC], t[HS_T4], t[HS_TCEG]);
 }
 
 /* An optional stage: stamp the packet's slot if it has one. */

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * t4: net_dev_start_xmit, after the qdisc, as the packet is handed to the
- * output driver. Completes the slot and emits the packet's one record.
+ * output driver. Completes the slot and emits the packet's one record, and
+ * (--histograms, --aggregate) adds its delays to its series' histograms.
  */
 #include "hopscope.bpf.h"
 #include "netns.bpf.h"
@@ -12,7 +13,8 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	__u64 now;
 	struct hs_record *rec, *out;
 	bool traced;
-	__u64 seq;
+	__u64 seq, t[HS_NSTAGES];
+	__u8 tos = 0;
 
 	HS_FLOOR_EXIT(0);
 	now = bpf_ktime_get_ns();
@@ -38,6 +40,14 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		out->out_ifindex = dev->ifindex;
 		out->cpu_out = bpf_get_smp_processor_id();
 	}
+	/* read before the release below: after it the slot may be another's */
+	if (cfg_hist && traced) {
+		const struct hs_record *src = out ? out : rec;
+
+		__builtin_memcpy(t, src->t, sizeof(t));
+		t[HS_T4] = now;
+		tos = src->tos;
+	}
 	if (!hs_emit_commit(rec, seq, out, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT)) {
 		/* evicted while it left: recorded once, as evicted */
 		hs_count(HS_C_RACE);
@@ -46,6 +56,8 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	if (traced) {
 		hs_count(HS_C_OUT_PKTS);
 		hs_count(HS_C_COMPLETE);
+		if (cfg_hist)
+			hs_hist_packet(t, dev->ifindex, tos);
 	} else {
 		hs_count(HS_C_OTHER_OUT);
 	}

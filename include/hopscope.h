@@ -238,6 +238,99 @@ struct hs_cost {
 };
 
 /*
+ * Stage histograms (record --histograms, --aggregate): per output interface
+ * and TOS byte, a histogram of each delay over the complete packets, filled
+ * at t4 with no record needed. Buckets are Prometheus native-histogram
+ * buckets of schema HS_HIST_SCHEMA: bucket i holds the delays d (ns) with
+ * 2^((i-1)/8) < d <= 2^(i/8), so a classic `le` bound 2^(i/8) is a sum of
+ * whole buckets. 0 counts apart (zero), delays over 2^HS_HIST_MAX_POW2 ns
+ * (~17 s) in overflow, a later stamp before an earlier one (no clock does
+ * that; counted, never wrapped) in negative. count and sum_ns are exact.
+ */
+#define HS_HIST_SCHEMA 3
+#define HS_HIST_MAX_POW2 34
+#define HS_HIST_BUCKETS 273	/* i = 0 .. HS_HIST_MAX_POW2 << HS_HIST_SCHEMA */
+#define HS_HIST_KEYS 64		/* (TOS, output) series; packets of others are counted (nokey) */
+/* cfg_hist: histograms beside the records, or instead of them */
+#define HS_HIST_RECORDS 1
+#define HS_HIST_AGGREGATE 2
+
+/* the delays histogrammed: later stage minus earlier (d_rxq with t0 on,
+ * d_qdisc with tceg on); the names are the DataFrame's columns */
+#define HS_DELAY_LIST(X) \
+	X(HS_D_IQ, 0, "d_iq")		/* t2 - t1 */ \
+	X(HS_D_P, 1, "d_p")		/* t3 - t2 */ \
+	X(HS_D_OQ, 2, "d_oq")		/* t4 - t3 */ \
+	X(HS_D_TRANSIT, 3, "transit")	/* t4 - t1 */ \
+	X(HS_D_RXQ, 4, "d_rxq")		/* t1 - t0 */ \
+	X(HS_D_QDISC, 5, "d_qdisc")	/* t4 - t_tceg */
+
+enum hs_delay {
+	HS_DELAY_LIST(HS_X_ENUM)
+	HS_NDELAYS,
+};
+HS_DELAY_LIST(HS_X_AT_PLACE)
+#define HS_DELAY_NAMES { HS_DELAY_LIST(HS_X_NAME) }
+
+struct hs_hist {
+	__u64 count;		/* every delay added: zero + negative + overflow + buckets */
+	__u64 sum_ns;		/* of the delays in zero, buckets and overflow */
+	__u64 zero;
+	__u64 negative;
+	__u64 overflow;
+	__u64 bucket[HS_HIST_BUCKETS];
+};
+
+/* one series: what a per-CPU array entry holds, all delays in one lookup */
+struct hs_hist_set {
+	struct hs_hist d[HS_NDELAYS];
+};
+
+/* the series key in the map that hands out HS_HIST_KEYS indices */
+static inline __u64 hs_hist_key(__u32 out_ifindex, __u8 tos)
+{
+	return (__u64)tos << 32 | out_ifindex;
+}
+
+/*
+ * The bucket of d > 0 (HS_HIST_BUCKETS or more: overflow), exactly, in
+ * integers: e = the highest set bit, m = d shifted so that bit is bit 63,
+ * d = m * 2^(e-63). d is in bucket 8e when m is 2^63 (d a power of 2), else
+ * 8e + k for the least k with m <= 2^(63+k/8); that bound is irrational for
+ * k = 1..7, so comparing the integer m with its floor is exact. The floors
+ * are the integer 8th roots of 2^(504+k) (tests/bpf checks them). Three
+ * compares for k, six for e: no loop, no float, no table.
+ */
+#define HS_HIST_T1 0x8b95c1e3ea8bd6e6ull
+#define HS_HIST_T2 0x9837f0518db8a96full
+#define HS_HIST_T3 0xa5fed6a9b15138eaull
+#define HS_HIST_T4 0xb504f333f9de6484ull
+#define HS_HIST_T5 0xc5672a115506daddull
+#define HS_HIST_T6 0xd744fccad69d6af4ull
+#define HS_HIST_T7 0xeac0c6e7dd24392eull
+
+static inline __u32 hs_hist_bucket(__u64 d)
+{
+	__u32 e = 0, k;
+	__u64 m = d;
+
+	if (m >> 32) { e += 32; m >>= 32; }
+	if (m >> 16) { e += 16; m >>= 16; }
+	if (m >> 8) { e += 8; m >>= 8; }
+	if (m >> 4) { e += 4; m >>= 4; }
+	if (m >> 2) { e += 2; m >>= 2; }
+	if (m >> 1) { e += 1; }
+	m = d << (63 - e);
+	if (m == 1ull << 63)
+		return e << HS_HIST_SCHEMA;
+	if (m > HS_HIST_T4)
+		k = m > HS_HIST_T6 ? (m > HS_HIST_T7 ? 8 : 7) : (m > HS_HIST_T5 ? 6 : 5);
+	else
+		k = m > HS_HIST_T2 ? (m > HS_HIST_T3 ? 4 : 3) : (m > HS_HIST_T1 ? 2 : 1);
+	return (e << HS_HIST_SCHEMA) + k;
+}
+
+/*
  * The packet key: a hash of the bytes a router never changes, computed the
  * same way wherever a stage has no skb to key on. The caller fills this
  * struct (zeroed first) from the packet; hs_key_hash mixes it. Eight 64-bit

@@ -32,6 +32,7 @@ struct hs_config {
 	uint64_t ringbuf_bytes;
 	bool drops;			/* record kernel drops (skb:kfree_skb) */
 	bool floor;			/* empty programs at the same hooks: nothing recorded */
+	int hist;			/* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE */
 	char *calibration;		/* --calibration: the file's JSON text, or NULL */
 	int verbose;
 };
@@ -66,7 +67,11 @@ struct hs_backend {
 	/* the probe cost samples by stage, summed over CPUs (HS_NSTAGES values);
 	 * NULL: this backend does not sample them */
 	int (*cost)(struct hs_backend *b, struct hs_cost *out);
-	/* detach, then hand over packets still in flight (status INFLIGHT) */
+	/* the stage histograms as the member "histograms" of j (docs/record-format.md);
+	 * NULL: this backend has none */
+	int (*hist)(struct hs_backend *b, struct js *j);
+	/* detach, then hand over packets still in flight (status INFLIGHT; under
+	 * HS_HIST_AGGREGATE none: returns their number) */
 	int (*stop)(struct hs_backend *b, hs_record_cb cb, void *ctx);
 	void (*close)(struct hs_backend *b);
 	void *priv;

@@ -19,6 +19,7 @@
 #include "backend.h"
 #include "hopscope.skel.h"
 #include "json.h"
+#include "runmeta.h"
 
 /* the BPF netfilter link refuses NF_IP_PRI_FIRST/LAST themselves (ERANGE) */
 #define PRI_FIRST (NF_IP_PRI_FIRST + 1)
@@ -39,6 +40,8 @@ struct ebpf {
 	int ncpu;		/* possible CPUs: values per key of a per-CPU map */
 	uint64_t *percpu;	/* ncpu values: one counter read */
 	struct hs_cost *percpu_cost;	/* ncpu values: one stage's probe cost */
+	struct hs_hist_set *percpu_hist;	/* ncpu values: one series */
+	struct hs_hist_set *hist_sum;	/* one series summed */
 	int sync_outer, sync_inner;	/* the map-in-map pair of synchronize() */
 	struct hs_config *cfg;
 	hs_record_cb cb;
@@ -172,6 +175,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_stages = cfg->stages;
 	s->rodata->cfg_wakeup_bytes = cfg->ringbuf_bytes / 4;
 	s->rodata->cfg_floor = cfg->floor;
+	s->rodata->cfg_hist = cfg->hist;
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		if (cfg->ifaces[i].is_in)
 			s->rodata->cfg_in_if[nin++] = cfg->ifaces[i].ifindex;
@@ -179,7 +183,9 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 			s->rodata->cfg_out_if[nout++] = cfg->ifaces[i].ifindex;
 	}
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
-	bpf_map__set_max_entries(s->maps.records, cfg->ringbuf_bytes);
+	/* aggregate: no record ever goes through the ring, so the least one */
+	bpf_map__set_max_entries(s->maps.records, cfg->hist == HS_HIST_AGGREGATE ?
+				 (size_t)sysconf(_SC_PAGESIZE) : cfg->ringbuf_bytes);
 	autoload(cfg, s);
 	return 0;
 }
@@ -304,7 +310,9 @@ static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 		return err;
 	e->percpu = calloc(e->ncpu, sizeof(*e->percpu));
 	e->percpu_cost = calloc(e->ncpu, sizeof(*e->percpu_cost));
-	if (!e->percpu || !e->percpu_cost)
+	e->percpu_hist = calloc(e->ncpu, sizeof(*e->percpu_hist));
+	e->hist_sum = malloc(sizeof(*e->hist_sum));
+	if (!e->percpu || !e->percpu_cost || !e->percpu_hist || !e->hist_sum)
 		return -ENOMEM;
 	err = synchronize_init(e);
 	if (err) {
@@ -474,6 +482,98 @@ static int ebpf_cost(struct hs_backend *b, struct hs_cost *out)
 	return 0;
 }
 
+/* one delay's histogram of a series, sparse: only the buckets with counts */
+static void hist_series_json(struct js *j, const struct hs_hist *h, uint8_t tos,
+			     const char *out_if, int delay)
+{
+	char idx[16];
+
+	js_open(j, NULL, '{');
+	js_u64(j, "tos", tos);
+	js_str(j, "out_if", out_if);
+	js_str(j, "delay", hs_delay_names[delay]);
+	js_u64(j, "count", h->count);
+	js_u64(j, "sum_ns", h->sum_ns);
+	js_u64(j, "zero", h->zero);
+	js_u64(j, "negative", h->negative);
+	js_u64(j, "overflow", h->overflow);
+	js_open(j, "buckets", '{');
+	for (int i = 0; i < HS_HIST_BUCKETS; i++)
+		if (h->bucket[i]) {
+			snprintf(idx, sizeof(idx), "%d", i);
+			js_u64(j, idx, h->bucket[i]);
+		}
+	js_close(j, '}');
+	js_close(j, '}');
+}
+
+static const char *out_name(const struct hs_config *cfg, uint32_t ifindex)
+{
+	for (int i = 0; i < cfg->n_ifaces; i++)
+		if (cfg->ifaces[i].ifindex == (int)ifindex)
+			return cfg->ifaces[i].name;
+	return "?";
+}
+
+/*
+ * Every series, its per-CPU histograms summed. While the programs run, each
+ * CPU's copy is read as it stands: a packet being added may be in one field
+ * and not yet in the next (count ahead of its bucket by a few). After the
+ * stop (detach, then synchronize) nothing changes and the sums are exact.
+ */
+static int ebpf_hist(struct hs_backend *b, struct js *out)
+{
+	struct ebpf *e = b->priv;
+	int keys = bpf_map__fd(e->skel->maps.hist_keys), fd = bpf_map__fd(e->skel->maps.hist);
+	__u64 key, next, *prev = NULL;
+	struct js j;
+	int err = 0;
+	__u32 idx;
+
+	/* apart, so that a failed read leaves out whole */
+	js_init(&j);
+	js_open(&j, NULL, '{');
+	js_u64(&j, "schema", HS_HIST_SCHEMA);
+	js_u64(&j, "max_pow2", HS_HIST_MAX_POW2);
+	js_u64(&j, "nokey", e->skel->bss->hs_hist_nokey);
+	js_open(&j, "series", '[');
+	while (!bpf_map_get_next_key(keys, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(keys, &key, &idx) ||
+		    bpf_map_lookup_elem(fd, &idx, e->percpu_hist))
+			break;
+		memset(e->hist_sum, 0, sizeof(*e->hist_sum));
+		for (int c = 0; c < e->ncpu; c++)
+			for (int d = 0; d < HS_NDELAYS; d++) {
+				const struct hs_hist *v = &e->percpu_hist[c].d[d];
+				struct hs_hist *s = &e->hist_sum->d[d];
+
+				s->count += v->count;
+				s->sum_ns += v->sum_ns;
+				s->zero += v->zero;
+				s->negative += v->negative;
+				s->overflow += v->overflow;
+				for (int i = 0; i < HS_HIST_BUCKETS; i++)
+					s->bucket[i] += v->bucket[i];
+			}
+		for (int d = 0; d < HS_NDELAYS; d++)
+			if (e->hist_sum->d[d].count)
+				hist_series_json(&j, &e->hist_sum->d[d], key >> 32,
+						 out_name(e->cfg, (uint32_t)key), d);
+	}
+	if (errno != ENOENT)
+		err = errno ? -errno : -EIO;
+	js_close(&j, ']');
+	js_close(&j, '}');
+	if (!err && !js_text(&j))
+		err = -ENOMEM;
+	if (!err)
+		js_raw(out, "histograms", js_text(&j));
+	js_free(&j);
+	return err;
+}
+
 /* upstream first, the reverse of attach_all: no packet takes a slot once
  * the later stages start to go */
 static void detach(struct ebpf *e)
@@ -526,11 +626,13 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 
 		if (!r.seq || r.done)
 			continue;
+		inflight++;
+		if (e->cfg->hist == HS_HIST_AGGREGATE)
+			continue;	/* no records: their number alone */
 		r.status = HS_ST_INFLIGHT;
 		/* a failure is the callback's to count and report (as above):
 		 * every packet still inside is handed over */
 		cb(ctx, &r);
-		inflight++;
 	}
 	munmap(slots, size);
 	return inflight;
@@ -549,6 +651,8 @@ static void ebpf_close(struct hs_backend *b)
 		close(e->sync_inner);
 	free(e->percpu);
 	free(e->percpu_cost);
+	free(e->percpu_hist);
+	free(e->hist_sum);
 	hs_backend_free(b);
 }
 
@@ -560,6 +664,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.poll = ebpf_poll,
 		.counters = ebpf_counters,
 		.cost = ebpf_cost,
+		.hist = ebpf_hist,
 		.stop = ebpf_stop,
 		.close = ebpf_close,
 	};

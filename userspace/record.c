@@ -62,7 +62,7 @@ static const char doc[] =
 
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
-	OPT_READY_FD, OPT_CALIBRATION,
+	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE,
 };
 
 static const struct argp_option options[] = {
@@ -87,6 +87,10 @@ static const struct argp_option options[] = {
 	  "and the file header is written, then close it" },
 	{ "calibration", OPT_CALIBRATION, "FILE", 0, "carry this `hopscope calibrate` result "
 	  "into the file's header: describe and report show its floor beside the run's" },
+	{ "histograms", OPT_HIST, 0, 0, "also add every complete packet's delays to in-kernel "
+	  "histograms by TOS and output, written with the counters (eBPF backend)" },
+	{ "aggregate", OPT_AGGREGATE, 0, 0, "histograms only: no record leaves the kernel, the "
+	  "file holds its header, counters and histograms (eBPF backend)" },
 	{ "quiet", 'q', 0, 0, "no live line" },
 	{ "verbose", 'v', 0, 0, "libbpf debug output" },
 	{},
@@ -204,6 +208,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_NODROPS: o->cfg.drops = false; break;
 	case OPT_BACKEND: o->backend = arg; break;
 	case OPT_FLOOR: o->cfg.floor = true; break;
+	case OPT_HIST:
+		if (o->cfg.hist != HS_HIST_AGGREGATE)
+			o->cfg.hist = HS_HIST_RECORDS;
+		break;
+	case OPT_AGGREGATE: o->cfg.hist = HS_HIST_AGGREGATE; break;
 	case OPT_CALIBRATION: o->calibration = arg; break;
 	case OPT_READY_FD: {
 		long fd = strtol(arg, &end, 10);
@@ -221,6 +230,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_END:
 		if (!o->in || !o->out || !o->output)
 			argp_error(state, "--in, --out and --output are required");
+		if (o->cfg.hist && o->cfg.floor)
+			argp_error(state, "--floor records nothing: no --histograms or --aggregate");
+		if (o->cfg.hist && !strcmp(o->backend, "kmod"))
+			argp_error(state, "--histograms and --aggregate need the eBPF backend");
+		if (o->cfg.hist == HS_HIST_AGGREGATE && o->count)
+			argp_error(state, "--count counts records: --aggregate writes none "
+				   "(use --duration)");
 		break;
 	default:
 		return ARGP_ERR_UNKNOWN;
@@ -371,6 +387,15 @@ static char *counters_json(struct run *run, const char *stop_reason)
 
 	js_init(&j);
 	hs_runmeta_counters(&j, run->counters, run->b->cost ? run->cost : NULL, &u);
+	if (run->cfg->hist) {
+		int err = run->b->hist(run->b, &j);
+
+		/* this chunk goes without them; at the stop the run exits 1 */
+		if (err) {
+			fprintf(stderr, "\nhopscope: cannot read the histograms: %s\n", strerror(-err));
+			run->counters_err = err;
+		}
+	}
 	if (!strcmp(run->b->name, "ebpf"))
 		hs_ifaces_xdp_json(&j, run->cfg);
 	if (stop_reason)
@@ -568,6 +593,12 @@ int hs_cmd_record(int argc, char **argv)
 	run.b = pick_backend(o.backend);
 	if (!run.b)
 		return 1;
+	if (o.cfg.hist && !run.b->hist) {
+		fprintf(stderr, "hopscope: --histograms and --aggregate need the eBPF backend, "
+			"not %s\n", run.b->name);
+		run.b->close(run.b);
+		return 2;
+	}
 	signal(SIGINT, on_signal);
 	signal(SIGTERM, on_signal);
 	signal(SIGHUP, on_signal);

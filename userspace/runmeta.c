@@ -13,6 +13,7 @@
 const char *const hs_counter_names[HS_C_NCOUNTERS] = HS_COUNTER_NAMES;
 const char *const hs_stage_names[HS_NSTAGES] = HS_STAGE_NAMES;
 const char *const hs_status_names[HS_ST_END] = HS_STATUS_NAMES;
+const char *const hs_delay_names[HS_NDELAYS] = HS_DELAY_NAMES;
 
 static uint64_t ns(clockid_t id)
 {
@@ -274,6 +275,8 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 			js_str(j, NULL, hs_stage_names[s]);
 	js_close(j, ']');
 	js_bool(j, "drops", cfg->drops);
+	js_str(j, "histograms", cfg->hist == HS_HIST_AGGREGATE ? "aggregate" :
+	       cfg->hist == HS_HIST_RECORDS ? "records" : "off");
 	hs_drop_reasons_json(j);
 	hooks_json(j, b);
 	js_raw(j, "backend_info", js_text(&b->info));

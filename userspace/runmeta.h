@@ -60,5 +60,6 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs
 extern const char *const hs_counter_names[HS_C_NCOUNTERS];
 extern const char *const hs_stage_names[HS_NSTAGES];
 extern const char *const hs_status_names[HS_ST_END];
+extern const char *const hs_delay_names[HS_NDELAYS];
 
 #endif

@@ -13,6 +13,12 @@ COST_SAMPLE_SHIFT = 6
 COST_BUCKET_NS = 16
 COST_BUCKETS = 64
 COST_SQ_CAP = 65535
+HIST_SCHEMA = 3
+HIST_MAX_POW2 = 34
+HIST_BUCKETS = 273
+HIST_KEYS = 64
+HIST_RECORDS = 1
+HIST_AGGREGATE = 2
 KEY_HASH = 2
 FILE_MAGIC = 'HOPSCOPE'
 FILE_VERSION = 2
@@ -143,4 +149,20 @@ COUNTER_LIST = (
     ('C_RB_FAIL_COMPLETE', 27, 'rb_fail_complete'),
     ('C_PROG_MISSES', 28, 'prog_misses'),
     ('C_OUT_SEGS', 29, 'out_segs'),
+)
+
+# HS_DELAY_LIST: each entry's value under its id, then (id, value, name)
+D_IQ = 0
+D_P = 1
+D_OQ = 2
+D_TRANSIT = 3
+D_RXQ = 4
+D_QDISC = 5
+DELAY_LIST = (
+    ('D_IQ', 0, 'd_iq'),
+    ('D_P', 1, 'd_p'),
+    ('D_OQ', 2, 'd_oq'),
+    ('D_TRANSIT', 3, 'transit'),
+    ('D_RXQ', 4, 'd_rxq'),
+    ('D_QDISC', 5, 'd_qdisc'),
 )
