@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import format as fmt
 from .format import DELAYS
-from . import calibration
+from . import calibration, hist
 from .probecost import check, delay_floors, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
@@ -53,6 +53,8 @@ def load(path, verify=True, strict=False, less_probe=False):
     DELAY_less_probe: the delay minus the floor (the mean time the probes
     spent inside it, df.attrs["probe_floor"]); an estimate of what the delay
     would have been untraced, per packet only on average.
+    df.attrs["histograms"]: the last COUNTERS (or END) chunk's stage histograms,
+    a list of series (record/hist.py), or None.
     """
     rf = RecordFile(path, verify=verify, strict=strict)
     df = to_dataframe(rf)
@@ -129,6 +131,7 @@ def to_dataframe(rf):
                     clock=clock, clock_problems=clock_problems(clock, rf.header),
                     cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
                     probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
+                    histograms=hist.series(rf.counters),
                     calibration=None if why else cal)
     return df
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import format as fmt
-from . import probecost
+from . import hist, probecost
 
 try:  # ISA-L's CRC-32 (the same zlib CRC) is about 4x faster: checked loads stay fast
     from isal.isal_zlib import crc32 as _crc32
@@ -440,9 +440,12 @@ def check_counters(obj):
     if modes is not None and (not isinstance(modes, dict) or
                               not all(isinstance(m, str) for m in modes.values())):
         return "'xdp_modes' is not an object of strings"
+    why = None
     if obj.get("probe_cost") is not None:
-        return probecost.check(obj["probe_cost"])
-    return None
+        why = probecost.check(obj["probe_cost"])
+    if not why and obj.get("histograms") is not None:
+        why = hist.check(obj["histograms"])
+    return why
 
 
 # userspace keys of the COUNTERS and END JSON that readers use; others are ignored

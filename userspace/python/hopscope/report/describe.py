@@ -7,7 +7,7 @@ import numpy as np
 
 from ..analysis import budget
 from ..record.hooks import hooks
-from ..record import probecost
+from ..record import hist, probecost
 from ..record.load import add_verify_options, load
 
 
@@ -26,7 +26,7 @@ def run(args, parser):
         print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
                                             "problems", "clock", "clock_problems",
                                             "cross_cpu", "probe_cost", "probe_floor",
-                                            "calibration")},
+                                            "calibration", "histograms")},
                          indent=2))
         return 0
     for label, text in describe(df):
@@ -99,6 +99,7 @@ def describe(df):
             out.append((col, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)
                         + f" ({budget.floor_note(rows[col], 'us')})"))
     out += budget_lines(df, delays)
+    out += hist_lines(a.get("histograms"))
     tr = a["trailer"]
     if tr:
         us = tr.get("userspace") or {}
@@ -112,6 +113,19 @@ def describe(df):
     out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]) or "none"))
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
+    return out
+
+
+def hist_lines(series):
+    """A line per stage histogram series: its count and the upper bounds of
+    the buckets holding p50 and p99 (record/hist.py)."""
+    out = []
+    for sr in series or ():
+        q = [hist.quantile(sr, x) for x in (0.5, 0.99)]
+        out.append(("histogram", f"{sr['delay']} tos {sr['tos']} out {sr['out_if']}: "
+                                 f"{sr['count']} delays, p50 <= {_us(q[0])}, p99 <= {_us(q[1])}"
+                                 + (f", {sr['overflow']} beyond the last bucket"
+                                    if sr["overflow"] else "")))
     return out
 
 
