@@ -1,0 +1,110 @@
+"""The in-kernel stage histograms (record --histograms, --aggregate) live
+through the testbed's router: the buckets the BPF programs fill are exactly
+the ones record/hist.py gives the same packets' records, and --aggregate
+counts every forwarded packet with no record. Own prefix (hst-hg-)."""
+import numpy as np
+import pytest
+
+import hopscope
+import livebed
+from conftest import HOPSCOPE, sh
+from hopscope.record import hist
+from livebed import ipv4_only, links, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
+
+N = 300
+# (delay, later stage, earlier stage) of the core stages
+DELAYS = (("d_iq", "t2", "t1"), ("d_p", "t3", "t2"), ("d_oq", "t4", "t3"),
+          ("transit", "t4", "t1"))
+
+
+@pytest.fixture(autouse=True)
+def prefix(monkeypatch):
+    """livebed's helpers on this file's own namespaces"""
+    monkeypatch.setattr(livebed, "P", "hst-hg-")
+
+
+def two_senders():
+    """N datagrams of TOS 4, then N of TOS 8; returns once r-rx sent them"""
+    before = links()
+    send_udp(N, port=5001, tclass=4)
+    send_udp(N, port=5002, sport=40001, tclass=8)
+    wait_out(before, 2 * N)
+    return before
+
+
+def as_series(v):
+    """the histogram of the delays v (ns) as the recorder writes a series"""
+    b = {}
+    for d in v:
+        if d > 0:
+            i = hist.bucket(d)
+            if i < hist.NBUCKETS:
+                b[str(i)] = b.get(str(i), 0) + 1
+    return {"count": len(v), "sum_ns": int(v[v >= 0].sum()), "zero": int((v == 0).sum()),
+            "negative": int((v < 0).sum()),
+            "overflow": sum(1 for d in v if d > 0 and hist.bucket(d) >= hist.NBUCKETS),
+            "buckets": b}
+
+
+def test_histograms_are_the_records_buckets(tb, recorder):
+    tb.up()
+    ipv4_only()
+    rec = recorder("--histograms")
+    two_senders()
+    df, c = stopped(rec)
+    assert df.attrs["header"]["histograms"] == "records"
+    series = df.attrs["histograms"]
+    assert series is not None and df.attrs["counters"]["histograms"]["nokey"] == 0
+    done = df[df.status == "complete"]
+    got = {(s["tos"], s["out_if"], s["delay"]): s for s in series}
+    want = {(tos, "r-rx", d) for tos in (4, 8) for d, _, _ in DELAYS}
+    assert set(got) == want, sorted(got)
+    for (tos, out_if, delay), s in got.items():
+        later, earlier = next((a, b) for d, a, b in DELAYS if d == delay)
+        rows = done[(done.tos == tos) & (done.out_if == out_if) &
+                    (done[later] > 0) & (done[earlier] > 0)]
+        v = (rows[later].to_numpy(np.int64) - rows[earlier].to_numpy(np.int64))
+        assert len(rows) == N, (tos, delay, len(rows))
+        # every packet in the bucket its record's delay falls in: the BPF
+        # bucket function is the exact one, count and sum exact
+        assert {k: s[k] for k in as_series(v)} == as_series(v), (tos, delay)
+        # so the histogram's quantiles are the records' percentiles' buckets
+        for q in (0.5, 0.99):
+            p = int(np.percentile(v, q * 100, method="inverted_cdf"))
+            assert abs(hist.bucket(p) - hist.bucket(int(hist.quantile(s, q)))) <= 1, (delay, q)
+    d = sh(HOPSCOPE, "describe", rec.out).stdout
+    assert "histogram   transit tos 4 out r-rx: 300 delays, p50 <= " in d, d
+
+
+def test_aggregate_counts_every_packet_without_records(tb, recorder):
+    tb.up()
+    ipv4_only()
+    rec = recorder("--aggregate")
+    before = two_senders()
+    text = rec.stop()
+    after = links()
+    sent = after["r-rx"]["tx"]["packets"] - before["r-rx"]["tx"]["packets"]
+    v = sh(HOPSCOPE, "verify", rec.out, check=False)
+    assert v.returncode == 0, v.stdout + v.stderr
+    df = hopscope.load(rec.out, strict=True)
+    assert len(df) == 0 and df.attrs["header"]["histograms"] == "aggregate"
+    end = df.attrs["trailer"]
+    c, u = end["counters"], end["userspace"]
+    assert u["records_written"] == 0 and c["rb_fail"] == 0, (c, u)
+    assert c["complete"] == sent == 2 * N, (c, sent, text)
+    transit = {s["tos"]: s for s in df.attrs["histograms"] if s["delay"] == "transit"}
+    assert sorted(transit) == [4, 8] and all(s["count"] == N for s in transit.values()), transit
+    assert sum(s["count"] for s in transit.values()) == sent
+    d = sh(HOPSCOPE, "describe", rec.out).stdout
+    assert "histogram   d_p tos 8 out r-rx: 300 delays" in d, d
+
+
+def test_usage_errors(tmp_path):
+    def rec(*a):
+        return sh(HOPSCOPE, "record", "-i", "x", "-O", "y", "-o", str(tmp_path / "f.hsr"), *a,
+                  check=False)
+    for args, why in ((("--aggregate", "-c", "10"), "--count"),
+                      (("--histograms", "--floor"), "--floor"),
+                      (("--aggregate", "--backend", "kmod"), "eBPF backend")):
+        r = rec(*args)
+        assert r.returncode == 2 and why in r.stderr, (args, r.stderr)
