@@ -8,15 +8,23 @@
  */
 #include "session.h"
 
-/* the input fields of a packet's slot, stamped at st (t0 or t1) on this CPU;
- * the packet's seq */
+/*
+ * The input fields of a packet's slot, stamped at st (t0 or t1) on this CPU;
+ * the packet's seq. t1 gives every packet its seq from the arrival count,
+ * which the probe cost samples by; t0's is provisional (a packet dropped
+ * before t1 keeps it), from a count of its own: taking both from one count
+ * made t1's seqs all odd or all even on a CPU that ran both, and then none
+ * or twice as many were sampled.
+ */
 static u64 hs_stamp_input(struct hs_session *s, struct hs_slot *slot,
 			  const struct sk_buff *skb, enum hs_stage st, u64 now)
 {
 	u32 cpu = raw_smp_processor_id();
 
 	slot->r.t[st] = now;
-	slot->r.seq = hs_seq(cpu, this_cpu_inc_return(s->pcpu->arrivals));
+	slot->r.seq = st == HS_T0 ?
+		hs_seq(cpu, HS_SEQ_PROVISIONAL | this_cpu_inc_return(s->pcpu->t0_arrivals)) :
+		hs_seq(cpu, this_cpu_inc_return(s->pcpu->arrivals));
 	slot->r.cpu_in = cpu;
 	slot->r.in_ifindex = skb->dev->ifindex;
 	slot->r.segs = hs_gso_segs(skb);

@@ -20,6 +20,9 @@
 #include "hopscope_kmod.h"
 #include "defaults.h"
 
+/* a seq given at t0, until t1 gives the packet its own: never one of t1's */
+#define HS_SEQ_PROVISIONAL (1ull << 47)
+
 /* slots per bucket: a full bucket evicts its oldest packet */
 #define HS_WAYS 8
 
@@ -68,6 +71,7 @@ struct hs_gso_queue {
 
 struct hs_pcpu {
 	u64 arrivals;			/* seq's per-CPU count (hs_seq) */
+	u64 t0_arrivals;		/* t0's provisional seqs (hooks_input.c) */
 	u64 c[HS_C_NCOUNTERS];
 	struct rnd_state rnd;		/* t0 samples its cost at random: t1 replaces its seq */
 	struct hs_cost cost[HS_NSTAGES];
