@@ -126,9 +126,20 @@ HS_EXTERN struct {
 	__uint(max_entries, HS_HIST_KEYS);
 } hist SEC(".maps");
 
+/* beside the histograms, the drops by (last stage << 32 | reason): what an
+ * aggregate run keeps of its dropped packets' records */
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__type(key, __u64);
+	__type(value, __u64);
+	__uint(max_entries, HS_DROP_KEYS);
+} drops SEC(".maps");
+
 HS_EXTERN volatile __u64 hs_hist_next HS_ZERO;
-/* complete packets of a series that found no index free: in no histogram */
+/* complete packets of a series that found no index free: in no histogram;
+ * drops whose pair found the drops map full */
 HS_EXTERN volatile __u64 hs_hist_nokey HS_ZERO;
+HS_EXTERN volatile __u64 hs_drops_nokey HS_ZERO;
 
 /* Settings fixed at load time (rodata: the verifier prunes what is off). */
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
@@ -508,6 +519,25 @@ static __always_inline void hs_hist_packet(const __u64 *t, __u32 ifindex, __u8 t
 		hs_hist_add(&set->d[HS_D_RXQ], t[HS_T1], t[HS_T0]);
 	if (hs_stage_on(HS_TCEG))
 		hs_hist_add(&set->d[HS_D_QDISC], t[HS_T4], t[HS_TCEG]);
+}
+
+/* a dropped packet into the drops map (rare: a hash lookup is cheap enough) */
+static __always_inline void hs_drop_add(__u32 stage, __u32 reason)
+{
+	__u64 key = (__u64)stage << 32 | reason, one = 1, *n = bpf_map_lookup_elem(&drops, &key);
+
+	if (n) {
+		(*n)++;
+		return;
+	}
+	/* per-CPU: another CPU's insert of this key makes ours EEXIST */
+	if (!bpf_map_update_elem(&drops, &key, &one, BPF_NOEXIST))
+		return;
+	n = bpf_map_lookup_elem(&drops, &key);
+	if (n)
+		(*n)++;
+	else
+		__sync_fetch_and_add(&hs_drops_nokey, 1);
 }
 
 /* An optional stage: stamp the packet's slot if it has one. */

@@ -2,7 +2,8 @@
 /*
  * Drops: skb:kfree_skb fires only for skbs freed with a drop reason. A traced
  * packet (it carries our metadata) gets its record here, with the reason and
- * the last stage it was seen at.
+ * the last stage it was seen at; with the histograms on, it is also counted
+ * by that stage and reason (all an aggregate run keeps of it).
  */
 #include "hopscope.bpf.h"
 #include "netns.bpf.h"
@@ -11,6 +12,7 @@ SEC("tp_btf/kfree_skb")
 int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
 {
 	struct hs_record *rec, *out;
+	const struct hs_record *src;
 	__u8 last = HS_T1;
 	__u32 seen;
 	__u64 seq;
@@ -33,18 +35,23 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	if (seen ? seen != hs_skb_id(skb) : hs_head_shared(skb))
 		return 0;
 	out = hs_emit_begin(rec, HS_ST_DROPPED);
-	if (out) {
+	/* no copy (aggregate, ring full): the slot, read before the release */
+	src = out ? out : rec;
 #pragma unroll
-		for (int s = HS_T1; s < HS_NSTAGES; s++)
-			if (out->t[s])
-				last = s;
+	for (int s = HS_T1; s < HS_NSTAGES; s++)
+		if (src->t[s])
+			last = s;
+	if (out) {
 		out->drop_stage = last;
 		out->drop_reason = reason;
 		out->cpu_out = bpf_get_smp_processor_id();
 	}
-	if (hs_emit_commit(rec, seq, out, HS_ST_DROPPED))
+	if (hs_emit_commit(rec, seq, out, HS_ST_DROPPED)) {
 		hs_count(HS_C_DROPPED);
-	else
+		if (cfg_hist)
+			hs_drop_add(last, reason);
+	} else {
 		hs_count(HS_C_RACE);	/* evicted as it was dropped: recorded once, as evicted */
+	}
 	return 0;
 }

@@ -251,6 +251,7 @@ struct hs_cost {
 #define HS_HIST_MAX_POW2 34
 #define HS_HIST_BUCKETS 273	/* i = 0 .. HS_HIST_MAX_POW2 << HS_HIST_SCHEMA */
 #define HS_HIST_KEYS 64		/* (TOS, output) series; packets of others are counted (nokey) */
+#define HS_DROP_KEYS 256	/* (last stage, drop reason) pairs counted beside them */
 /* cfg_hist: histograms beside the records, or instead of them */
 #define HS_HIST_RECORDS 1
 #define HS_HIST_AGGREGATE 2

@@ -521,6 +521,32 @@ static const char *out_name(const struct hs_config *cfg, uint32_t ifindex)
  * and not yet in the next (count ahead of its bucket by a few). After the
  * stop (detach, then synchronize) nothing changes and the sums are exact.
  */
+/* the drops by (last stage, reason), summed over CPUs */
+static int drops_json(struct ebpf *e, struct js *j)
+{
+	int fd = bpf_map__fd(e->skel->maps.drops);
+	__u64 key, next, *prev = NULL;
+
+	js_open(j, "drops", '[');
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		uint64_t sum = 0;
+
+		key = next;
+		prev = &key;
+		if (bpf_map_lookup_elem(fd, &key, e->percpu))
+			return errno ? -errno : -EIO;
+		for (int c = 0; c < e->ncpu; c++)
+			sum += e->percpu[c];
+		js_open(j, NULL, '{');
+		js_str(j, "stage", hs_stage_names[(key >> 32) % HS_NSTAGES]);
+		js_u64(j, "reason", (uint32_t)key);
+		js_u64(j, "count", sum);
+		js_close(j, '}');
+	}
+	js_close(j, ']');
+	return errno == ENOENT ? 0 : -errno;
+}
+
 static int ebpf_hist(struct hs_backend *b, struct js *out)
 {
 	struct ebpf *e = b->priv;
@@ -565,6 +591,8 @@ static int ebpf_hist(struct hs_backend *b, struct js *out)
 	if (errno != ENOENT)
 		err = errno ? -errno : -EIO;
 	js_close(&j, ']');
+	js_u64(&j, "drops_nokey", e->skel->bss->hs_drops_nokey);
+	err = err ?: drops_json(e, &j);
 	js_close(&j, '}');
 	if (!err && !js_text(&j))
 		err = -ENOMEM;

@@ -2,14 +2,17 @@
 through the testbed's router: the buckets the BPF programs fill are exactly
 the ones record/hist.py gives the same packets' records, and --aggregate
 counts every forwarded packet with no record. Own prefix (hst-hg-)."""
+import json
+
 import numpy as np
 import pytest
 
 import hopscope
 import livebed
-from conftest import HOPSCOPE, sh
+from conftest import HOPSCOPE, sh, wait_for
 from hopscope.record import hist
-from livebed import ipv4_only, links, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
+from livebed import (ipv4_only, links, ns, recorder, send_udp, stopped, tb,  # noqa: F401
+                     wait_out)
 
 N = 300
 # (delay, later stage, earlier stage) of the core stages
@@ -97,6 +100,37 @@ def test_aggregate_counts_every_packet_without_records(tb, recorder):
     assert sum(s["count"] for s in transit.values()) == sent
     d = sh(HOPSCOPE, "describe", rec.out).stdout
     assert "histogram   d_p tos 8 out r-rx: 300 delays" in d, d
+
+
+def backlog():
+    out = ns("router", "tc", "-s", "-j", "qdisc", "show", "dev", "r-rx").stdout
+    return next(q for q in json.loads(out) if q.get("root"))["backlog"]
+
+
+@pytest.mark.parametrize("mode", ["--histograms", "--aggregate"])
+def test_drops_by_stage_and_reason(tb, recorder, mode):
+    tb.up("--mode", "inline", "--shape", "tbf:20mbit:30kb")
+    ipv4_only()
+    rec = recorder(mode)
+    send_udp(2000, port=5003, size=1000, tclass=4)  # far above 20 Mbit/s: the tbf drops
+    assert wait_for(lambda: backlog() == 0, timeout=30)
+    text = rec.stop()
+    df = hopscope.load(rec.out, strict=True)
+    c = df.attrs["trailer"]["counters"]
+    drops = {(d["stage"], d["reason"]): d["count"] for d in df.attrs["hist_drops"]}
+    names = df.attrs["header"]["drop_reasons"]
+    assert {(s, names[str(r)]) for s, r in drops} == {("t3", "QDISC_DROP")}, drops
+    assert sum(drops.values()) == c["dropped"] > 100, (drops, c, text)
+    assert c["complete"] + c["dropped"] == 2000, c
+    transit = [s for s in df.attrs["histograms"] if s["delay"] == "transit"]
+    assert [s["count"] for s in transit] == [c["complete"]], transit
+    if mode == "--histograms":  # the same counts as the records say
+        d = df[df.status == "dropped"]
+        by = d.groupby([d.drop_stage.astype(str), d.drop_reason]).size()
+        assert {k: int(v) for k, v in by.items()} == drops, (by, drops)
+    else:
+        assert len(df) == 0
+    assert "drops       " in sh(HOPSCOPE, "describe", rec.out).stdout
 
 
 def test_usage_errors(tmp_path):

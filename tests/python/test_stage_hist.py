@@ -103,3 +103,13 @@ def test_check_and_quantiles():
     assert "add up" in hist.check({"schema": 3, "nokey": 0, "series": [bad]})
     assert "schema" in hist.check({"schema": 4, "nokey": 0, "series": []})
     assert "delay" in hist.check({"schema": 3, "nokey": 0, "series": [dict(s, delay="x")]})
+
+
+def test_drops_shape():
+    ok = {"schema": 3, "nokey": 0, "series": [],
+          "drops": [{"stage": "t3", "reason": 5, "count": 7}]}
+    assert hist.check(ok) is None
+    assert hist.drops({"histograms": ok}) == ok["drops"]
+    bad = dict(ok, drops=[{"stage": "t9", "reason": 5, "count": 7}])
+    assert "drops" in hist.check(bad)
+    assert hist.drops({"histograms": bad}) is None and hist.drops({}) is None

@@ -10,6 +10,7 @@ the kernel's buckets against it.
 import math
 
 from . import header as h
+from .format import STAGE_NAMES
 
 SCHEMA = h.HIST_SCHEMA
 NBUCKETS = h.HIST_BUCKETS
@@ -42,6 +43,12 @@ def check(hg):
     series = hg.get("series")
     if not isinstance(series, list):
         return "histograms.series is not a list"
+    drops = hg.get("drops", [])
+    if not isinstance(drops, list) or not all(
+            isinstance(x, dict) and x.get("stage") in STAGE_NAMES and
+            type(x.get("reason")) is int and type(x.get("count")) is int and x["count"] >= 0
+            for x in drops):
+        return "histograms.drops is not a list of {stage, reason, count}"
     for n, s in enumerate(series):
         where = f"histograms.series[{n}]"
         if not isinstance(s, dict):
@@ -85,3 +92,11 @@ def series(counters):
     histograms."""
     hg = (counters or {}).get("histograms")
     return hg["series"] if hg is not None and not check(hg) else None
+
+
+def drops(counters):
+    """The dropped packets by last stage and kernel reason of a COUNTERS or
+    END JSON: a list of {stage, reason, count}, None without (well-formed)
+    histograms."""
+    hg = (counters or {}).get("histograms")
+    return hg.get("drops", []) if hg is not None and not check(hg) else None

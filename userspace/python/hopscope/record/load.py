@@ -54,7 +54,8 @@ def load(path, verify=True, strict=False, less_probe=False):
     spent inside it, df.attrs["probe_floor"]); an estimate of what the delay
     would have been untraced, per packet only on average.
     df.attrs["histograms"]: the last COUNTERS (or END) chunk's stage histograms,
-    a list of series (record/hist.py), or None.
+    a list of series (record/hist.py), or None; df.attrs["hist_drops"] the
+    drops counted beside them by last stage and reason.
     """
     rf = RecordFile(path, verify=verify, strict=strict)
     df = to_dataframe(rf)
@@ -132,6 +133,7 @@ def to_dataframe(rf):
                     cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
                     probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
                     histograms=hist.series(rf.counters),
+                    hist_drops=hist.drops(rf.counters),
                     calibration=None if why else cal)
     return df
 

@@ -26,7 +26,7 @@ def run(args, parser):
         print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
                                             "problems", "clock", "clock_problems",
                                             "cross_cpu", "probe_cost", "probe_floor",
-                                            "calibration", "histograms")},
+                                            "calibration", "histograms", "hist_drops")},
                          indent=2))
         return 0
     for label, text in describe(df):
@@ -99,7 +99,7 @@ def describe(df):
             out.append((col, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)
                         + f" ({budget.floor_note(rows[col], 'us')})"))
     out += budget_lines(df, delays)
-    out += hist_lines(a.get("histograms"))
+    out += hist_lines(a.get("histograms"), a.get("hist_drops"), h.get("drop_reasons"))
     tr = a["trailer"]
     if tr:
         us = tr.get("userspace") or {}
@@ -116,10 +116,16 @@ def describe(df):
     return out
 
 
-def hist_lines(series):
+def hist_lines(series, drops=None, reasons=None):
     """A line per stage histogram series: its count and the upper bounds of
-    the buckets holding p50 and p99 (record/hist.py)."""
+    the buckets holding p50 and p99 (record/hist.py); one for the drops
+    counted beside them, reasons named by the header's table."""
     out = []
+    if drops:
+        names = reasons if isinstance(reasons, dict) else {}
+        out.append(("drops", ", ".join(
+            f"{d['count']} at {d['stage']} ({names.get(str(d['reason']), d['reason'])})"
+            for d in drops)))
     for sr in series or ():
         q = [hist.quantile(sr, x) for x in (0.5, 0.99)]
         out.append(("histogram", f"{sr['delay']} tos {sr['tos']} out {sr['out_if']}: "
