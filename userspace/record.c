@@ -50,6 +50,8 @@ static const char doc[] =
 "      read -r line < ready   # blocks until every probe is attached (line: ready)\n"
 "  hopscope record -n router -i r-s1 -O r-rx -d 10 -o run.hsr --calibration cal.json\n"
 "      with the probe floor `hopscope calibrate -o cal.json` measured\n"
+"  hopscope record -n router -i r-s1 -O r-rx -d 3600 --aggregate -o hour.hsr\n"
+"      an hour of delay histograms by TOS and output, no record per packet\n"
 "  hopscope describe run.hsr\n"
 "      what was recorded: counts, delays, counters, problems, error budget\n"
 "\n"
@@ -454,6 +456,10 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)run->counters[HS_C_RB_FAIL],
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
+	if (run->cfg->hist == HS_HIST_AGGREGATE)
+		fprintf(stderr, "hopscope: --aggregate: no records; %llu complete packets, their "
+			"delays in the END chunk's histograms (hopscope describe %s)\n",
+			(unsigned long long)run->counters[HS_C_COMPLETE], path);
 	hs_clock_warn(run->clock);	/* again: the start's scrolled away */
 }
 

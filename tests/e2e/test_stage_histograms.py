@@ -95,6 +95,7 @@ def test_aggregate_counts_every_packet_without_records(tb, recorder):
     c, u = end["counters"], end["userspace"]
     assert u["records_written"] == 0 and c["rb_fail"] == 0, (c, u)
     assert c["complete"] == sent == 2 * N, (c, sent, text)
+    assert f"--aggregate: no records; {sent} complete packets" in text, text
     transit = {s["tos"]: s for s in df.attrs["histograms"] if s["delay"] == "transit"}
     assert sorted(transit) == [4, 8] and all(s["count"] == N for s in transit.values()), transit
     assert sum(s["count"] for s in transit.values()) == sent
