@@ -15,9 +15,10 @@ from livebed import (ipv4_only, links, ns, recorder, send_udp, stopped, tb,  # n
                      wait_out)
 
 N = 300
-# (delay, later stage, earlier stage) of the core stages
+# (delay, later stage, earlier stage) of the core stages, then of t0 and tceg
 DELAYS = (("d_iq", "t2", "t1"), ("d_p", "t3", "t2"), ("d_oq", "t4", "t3"),
           ("transit", "t4", "t1"))
+OPTIONAL = (("d_rxq", "t1", "t0"), ("d_qdisc", "t4", "t_tceg"))
 
 
 @pytest.fixture(autouse=True)
@@ -49,10 +50,12 @@ def as_series(v):
             "buckets": b}
 
 
-def test_histograms_are_the_records_buckets(tb, recorder):
+@pytest.mark.parametrize("stages", [(), ("--stages", "t0,tceg")])
+def test_histograms_are_the_records_buckets(tb, recorder, stages):
+    delays = DELAYS + (OPTIONAL if stages else ())
     tb.up()
     ipv4_only()
-    rec = recorder("--histograms")
+    rec = recorder("--histograms", *stages)
     two_senders()
     df, c = stopped(rec)
     assert df.attrs["header"]["histograms"] == "records"
@@ -60,10 +63,10 @@ def test_histograms_are_the_records_buckets(tb, recorder):
     assert series is not None and df.attrs["counters"]["histograms"]["nokey"] == 0
     done = df[df.status == "complete"]
     got = {(s["tos"], s["out_if"], s["delay"]): s for s in series}
-    want = {(tos, "r-rx", d) for tos in (4, 8) for d, _, _ in DELAYS}
-    assert set(got) == want, sorted(got)
+    want = {(tos, "r-rx", d) for tos in (4, 8) for d, _, _ in delays}
+    assert set(got) == want, (sorted(got), df.groupby(["tos", "status"]).size(), c)
     for (tos, out_if, delay), s in got.items():
-        later, earlier = next((a, b) for d, a, b in DELAYS if d == delay)
+        later, earlier = next((a, b) for d, a, b in delays if d == delay)
         rows = done[(done.tos == tos) & (done.out_if == out_if) &
                     (done[later] > 0) & (done[earlier] > 0)]
         v = (rows[later].to_numpy(np.int64) - rows[earlier].to_numpy(np.int64))
