@@ -463,7 +463,6 @@ static __always_inline void hs_hist_add(struct hs_hist *h, __u64 later, __u64 ea
 
 	if (!later || !earlier)
 		return;
-	h->count++;
 	if ((__s64)d < 0) {
 		h->negative++;
 		return;

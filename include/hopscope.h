@@ -245,7 +245,7 @@ struct hs_cost {
  * 2^((i-1)/8) < d <= 2^(i/8), so a classic `le` bound 2^(i/8) is a sum of
  * whole buckets. 0 counts apart (zero), delays over 2^HS_HIST_MAX_POW2 ns
  * (~17 s) in overflow, a later stamp before an earlier one (no clock does
- * that; counted, never wrapped) in negative. count and sum_ns are exact.
+ * that; counted, never wrapped) in negative. Counts and sum_ns are exact.
  */
 #define HS_HIST_SCHEMA 3
 #define HS_HIST_MAX_POW2 34
@@ -273,8 +273,9 @@ enum hs_delay {
 HS_DELAY_LIST(HS_X_AT_PLACE)
 #define HS_DELAY_NAMES { HS_DELAY_LIST(HS_X_NAME) }
 
+/* no count of its own: userspace adds up the parts, so that a snapshot read
+ * while a packet is being added is still a whole histogram */
 struct hs_hist {
-	__u64 count;		/* every delay added: zero + negative + overflow + buckets */
 	__u64 sum_ns;		/* of the delays in zero, buckets and overflow */
 	__u64 zero;
 	__u64 negative;

@@ -482,6 +482,16 @@ static int ebpf_cost(struct hs_backend *b, struct hs_cost *out)
 	return 0;
 }
 
+/* every delay in h: its parts added up (the kernel keeps no count) */
+static uint64_t hist_count(const struct hs_hist *h)
+{
+	uint64_t n = h->zero + h->negative + h->overflow;
+
+	for (int i = 0; i < HS_HIST_BUCKETS; i++)
+		n += h->bucket[i];
+	return n;
+}
+
 /* one delay's histogram of a series, sparse: only the buckets with counts */
 static void hist_series_json(struct js *j, const struct hs_hist *h, uint8_t tos,
 			     const char *out_if, int delay)
@@ -492,7 +502,7 @@ static void hist_series_json(struct js *j, const struct hs_hist *h, uint8_t tos,
 	js_u64(j, "tos", tos);
 	js_str(j, "out_if", out_if);
 	js_str(j, "delay", hs_delay_names[delay]);
-	js_u64(j, "count", h->count);
+	js_u64(j, "count", hist_count(h));
 	js_u64(j, "sum_ns", h->sum_ns);
 	js_u64(j, "zero", h->zero);
 	js_u64(j, "negative", h->negative);
@@ -517,9 +527,10 @@ static const char *out_name(const struct hs_config *cfg, uint32_t ifindex)
 
 /*
  * Every series, its per-CPU histograms summed. While the programs run, each
- * CPU's copy is read as it stands: a packet being added may be in one field
- * and not yet in the next (count ahead of its bucket by a few). After the
- * stop (detach, then synchronize) nothing changes and the sums are exact.
+ * CPU's copy is read as it stands: a packet being added may be in one delay's
+ * histogram and not yet in the next, or its bucket counted before its sum_ns;
+ * each histogram's count is the sum of its parts, so it is whole all the same.
+ * After the stop (detach, then synchronize) nothing changes: the sums are exact.
  */
 /* the drops by (last stage, reason), summed over CPUs */
 static int drops_json(struct ebpf *e, struct js *j)
@@ -575,7 +586,6 @@ static int ebpf_hist(struct hs_backend *b, struct js *out)
 				const struct hs_hist *v = &e->percpu_hist[c].d[d];
 				struct hs_hist *s = &e->hist_sum->d[d];
 
-				s->count += v->count;
 				s->sum_ns += v->sum_ns;
 				s->zero += v->zero;
 				s->negative += v->negative;
@@ -584,7 +594,7 @@ static int ebpf_hist(struct hs_backend *b, struct js *out)
 					s->bucket[i] += v->bucket[i];
 			}
 		for (int d = 0; d < HS_NDELAYS; d++)
-			if (e->hist_sum->d[d].count)
+			if (hist_count(&e->hist_sum->d[d]))
 				hist_series_json(&j, &e->hist_sum->d[d], key >> 32,
 						 out_name(e->cfg, (uint32_t)key), d);
 	}
