@@ -126,6 +126,23 @@ HS_EXTERN struct {
 	__uint(max_entries, HS_HIST_KEYS);
 } hist SEC(".maps");
 
+/* per CPU, the series last met at each of HS_HIST_CACHE places (by a hash
+ * of the key; key 0, no ifindex, is empty): most packets then find their
+ * index with an array lookup, which the verifier inlines, not a hash map's
+ * helper call. An index never changes once handed out, so no entry goes stale. */
+#define HS_HIST_CACHE 16
+struct hs_hist_cache {
+	__u64 key[HS_HIST_CACHE];
+	__u32 idx[HS_HIST_CACHE];
+};
+
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hs_hist_cache);
+	__uint(max_entries, 1);
+} hist_cache SEC(".maps");
+
 /* beside the histograms, the drops by (last stage << 32 | reason): what an
  * aggregate run keeps of its dropped packets' records */
 HS_EXTERN struct {
@@ -483,9 +500,13 @@ static __always_inline void hs_hist_add(struct hs_hist *h, __u64 later, __u64 ea
  * every index is taken (counted) */
 static __always_inline struct hs_hist_set *hs_hist_series(__u32 ifindex, __u8 tos)
 {
-	__u64 key = hs_hist_key(ifindex, tos);
-	__u32 *idx = bpf_map_lookup_elem(&hist_keys, &key), n;
+	__u64 key = hs_hist_key(ifindex, tos), at = (key * 0x9e3779b97f4a7c15ull) >> 60;
+	__u32 zero = 0, *idx, n;
+	struct hs_hist_cache *c = bpf_map_lookup_elem(&hist_cache, &zero);
 
+	if (c && c->key[at] == key)
+		return bpf_map_lookup_elem(&hist, &c->idx[at]);
+	idx = bpf_map_lookup_elem(&hist_keys, &key);
 	if (!idx && HS_READ_ONCE(hs_hist_next) < HS_HIST_KEYS) {
 		/* 64-bit: a fetching 32-bit add needs alu32 */
 		n = __sync_fetch_and_add(&hs_hist_next, 1);
@@ -499,6 +520,10 @@ static __always_inline struct hs_hist_set *hs_hist_series(__u32 ifindex, __u8 to
 	if (!idx) {
 		__sync_fetch_and_add(&hs_hist_nokey, 1);
 		return NULL;
+	}
+	if (c) {
+		c->key[at] = key;
+		c->idx[at] = *idx;
 	}
 	return bpf_map_lookup_elem(&hist, idx);
 }

@@ -13,7 +13,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	__u64 now;
 	struct hs_record *rec, *out;
 	bool traced;
-	__u64 seq, t[HS_NSTAGES];
+	__u64 seq, t[HS_NSTAGES] = {};	/* zeroed: the verifier cannot tie its fill to its use */
 	__u8 tos = 0;
 
 	HS_FLOOR_EXIT(0);
