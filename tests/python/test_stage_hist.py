@@ -113,3 +113,14 @@ def test_drops_shape():
     bad = dict(ok, drops=[{"stage": "t9", "reason": 5, "count": 7}])
     assert "drops" in hist.check(bad)
     assert hist.drops({"histograms": bad}) is None and hist.drops({}) is None
+
+
+def test_describe_lines():
+    from hopscope.report.describe import hist_lines
+    s = series({80: 50, 88: 49, 96: 1}, overflow=0)
+    drops = [{"stage": "t3", "reason": 5, "count": 7}]
+    lines = hist_lines([s], drops, {"5": "QDISC_DROP"})
+    assert lines[0] == ("drops", "7 at t3 (QDISC_DROP)")
+    assert lines[1] == ("histogram", "d_p tos 4 out r-rx: 100 delays, p50 <= 1.024 us, "
+                                     "p99 <= 2.048 us")
+    assert hist_lines(None, None, None) == []
