@@ -344,7 +344,7 @@ struct hs_key_input {
 	__u32 l4[4];		/* ports, TCP seq/ack or ICMP id/seq: first 16 bytes of L4 */
 	__u32 payload[4];	/* first 16 payload bytes after the L4 header, within the IP length */
 	__u32 meta;		/* proto << 16 | ip_len */
-} __attribute__((aligned(8)));
+};
 
 static inline __u64 hs_rotl64(__u64 x, unsigned int r)
 {
@@ -363,12 +363,18 @@ static inline __u64 hs_rotl64(__u64 x, unsigned int r)
 
 static inline __u32 hs_key_hash(const struct hs_key_input *k)
 {
-	const __u64 *w = (const __u64 *)k;
+	/* the fields as 32-bit words, read as they were written: a 64-bit
+	 * pointer to them breaks C's aliasing rules, and the compiler then read
+	 * the words before the caller's stores (the recorder's flow table gave
+	 * one flow two ids) */
+	const __u32 *w = (const __u32 *)k;
 	__u64 h = 0x27d4eb2f165667c5ull ^ k->meta;
 	unsigned int i;
 
 	for (i = 0; i < 8; i++) {
-		h ^= w[i] * 0xc2b2ae3d27d4eb4full;
+		__u64 v = (__u64)w[2 * i] | (__u64)w[2 * i + 1] << 32;
+
+		h ^= v * 0xc2b2ae3d27d4eb4full;
 		h = hs_rotl64(h, 31) * 0x9e3779b185ebca87ull;
 	}
 	h ^= h >> 33;
