@@ -88,7 +88,11 @@ def _plots(pdf, summary, title):
         ax.set_xticks(list(x))
         ax.set_xticklabels(conditions, rotation=20, ha="right", fontsize=9)
         ax.grid(True, which="both", alpha=0.3)
-    axes.flat[0].legend(fontsize=9)
+    # the first panel may have nothing drawn (a stage no condition has)
+    handles, labels = next((hl for hl in (a.get_legend_handles_labels() for a in axes.flat)
+                            if hl[0]), ([], []))
+    if handles:
+        axes.flat[0].legend(handles, labels, fontsize=9)
     fig.suptitle(title)
     fig.tight_layout()
     pdf.savefig(fig)
