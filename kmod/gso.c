@@ -39,7 +39,7 @@ static void hs_gso_trim(struct hs_gso_queue *q)
 	}
 }
 
-/* the TCP sequence number of the skb's first payload byte; 0 when not TCP */
+/* the TCP sequence number of the skb's first payload byte; false when not TCP */
 static bool hs_tcp_seq(const struct sk_buff *skb, u8 proto, u32 *seq)
 {
 	__be32 v;
