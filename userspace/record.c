@@ -16,12 +16,14 @@
 #include "netns.h"
 #include "record.h"
 #include "runmeta.h"
+#include "snapshot.h"
 #include "writer.h"
 
 struct opts {
 	struct hs_config cfg;
-	const char *in, *out, *output, *backend, *xdp_mode, *calibration;
+	const char *in, *out, *output, *backend, *xdp_mode, *calibration, *snapshot;
 	double duration;
+	double counters_every;	/* seconds between COUNTERS chunks */
 	uint64_t count;
 	int quiet;
 	int ready_fd;		/* -1: none */
@@ -64,7 +66,7 @@ static const char doc[] =
 
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
-	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE,
+	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE, OPT_SNAPSHOT, OPT_COUNTERS_EVERY,
 };
 
 static const struct argp_option options[] = {
@@ -93,6 +95,11 @@ static const struct argp_option options[] = {
 	  "histograms by TOS and output, written with the counters (eBPF backend)" },
 	{ "aggregate", OPT_AGGREGATE, 0, 0, "histograms only: no record leaves the kernel, the "
 	  "file holds its header, counters and histograms (eBPF backend)" },
+	{ "snapshot", OPT_SNAPSHOT, "FILE", 0, "every second, replace FILE with the header and "
+	  "the latest counters and histograms as one JSON object (what hopscope top and "
+	  "hopscope serve read)" },
+	{ "counters-every", OPT_COUNTERS_EVERY, "SEC", 0, "write the buffered records and a "
+	  "COUNTERS chunk every SEC seconds (default 1; longer for days of --aggregate)" },
 	{ "quiet", 'q', 0, 0, "no live line" },
 	{ "verbose", 'v', 0, 0, "libbpf debug output" },
 	{},
@@ -147,6 +154,21 @@ static int parse_stages(const char *arg, uint32_t *stages)
 	return err;
 }
 
+/* a positive, finite number of seconds (exits 2 otherwise) */
+static double seconds(struct argp_state *state, const char *opt, const char *arg)
+{
+	char *end;
+	double v;
+
+	errno = 0;
+	v = strtod(arg, &end);
+	/* isfinite: strtod takes "nan", "inf" and 1e999 (ERANGE) too */
+	if (end == arg || *end || errno || !isfinite(v) || v <= 0)
+		argp_error(state, "%s must be a positive, finite number of seconds, not '%s'",
+			   opt, arg);
+	return v;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct opts *o = state->input;
@@ -167,14 +189,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case 'o': o->output = arg; break;
 	case 'q': o->quiet = 1; break;
 	case 'v': o->cfg.verbose = 1; break;
-	case 'd':
-		errno = 0;
-		o->duration = strtod(arg, &end);
-		/* isfinite: strtod takes "nan", "inf" and 1e999 (ERANGE) too */
-		if (end == arg || *end || errno || !isfinite(o->duration) || o->duration <= 0)
-			argp_error(state, "--duration must be a positive, finite number of "
-				   "seconds, not '%s'", arg);
-		break;
+	case 'd': o->duration = seconds(state, "--duration", arg); break;
+	case OPT_COUNTERS_EVERY: o->counters_every = seconds(state, "--counters-every", arg); break;
+	case OPT_SNAPSHOT: o->snapshot = arg; break;
 	case 'c':
 		/* strtoull takes "-1" (as 2^64-1), leading blanks and overflow (ERANGE) */
 		errno = 0;
@@ -338,6 +355,7 @@ struct run {
 	struct hs_cost cost[HS_NSTAGES];	/* when the backend samples it */
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
+	struct hs_snapshot snap;
 	const struct hs_clock_facts *clock;
 	const struct hs_config *cfg;
 };
@@ -408,6 +426,17 @@ static char *counters_json(struct run *run, const char *stop_reason)
 	return out;
 }
 
+/* --snapshot: the first failure said at once, the count at the end */
+static void snapshot(struct run *run, const char *counters_json, int final)
+{
+	if (!run->snap.path || !counters_json)
+		return;
+	if (hs_snapshot_write(&run->snap, counters_json, final) && run->snap.failed == 1)
+		fprintf(stderr, "\nhopscope: WARNING: cannot write the snapshot %s: %s (will "
+			"retry every second; its readers see the last one written)\n",
+			run->snap.path, strerror(-run->snap.last_err));
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -460,12 +489,17 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 		fprintf(stderr, "hopscope: --aggregate: no records; %llu complete packets, their "
 			"delays in the END chunk's histograms (hopscope describe %s)\n",
 			(unsigned long long)run->counters[HS_C_COMPLETE], path);
+	if (run->snap.failed)
+		fprintf(stderr, "hopscope: WARNING: %llu of %llu snapshots of %s not written "
+			"(last: %s)\n", (unsigned long long)run->snap.failed,
+			(unsigned long long)(run->snap.failed + run->snap.written), run->snap.path,
+			run->snap.last_err ? strerror(-run->snap.last_err) : "the last one was");
 	hs_clock_warn(run->clock);	/* again: the start's scrolled away */
 }
 
 static int record_loop(struct run *run, struct opts *o)
 {
-	double start = now_s(), last_flush = start, last_live = start;
+	double start = now_s(), last_flush = start, last_read = start, last_live = start;
 	const char *reason = "signal";
 	int live = !o->quiet && isatty(2);
 	char *js;
@@ -486,12 +520,16 @@ static int record_loop(struct run *run, struct opts *o)
 			break;
 		}
 		t = now_s();
-		if (t - last_flush >= 1.0) {
+		if (t - last_read >= 1.0) {
 			read_counters(run, 0);
 			js = counters_json(run, NULL);
-			run->err = hs_writer_flush(&run->w, js);
+			snapshot(run, js, 0);
+			if (t - last_flush >= o->counters_every) {
+				run->err = hs_writer_flush(&run->w, js);
+				last_flush = t;
+			}
 			free(js);
-			last_flush = t;
+			last_read = t;
 		}
 		if (live && t - last_live >= 0.5) {
 			live_line(run, t - start);
@@ -512,6 +550,7 @@ static int record_loop(struct run *run, struct opts *o)
 
 	read_counters(run, 1);
 	js = counters_json(run, reason);
+	snapshot(run, js, 1);
 	/* after a write error too: the writer cut the file back to whole chunks,
 	 * and the END chunk says how many records it could not store */
 	if (js) {
@@ -568,6 +607,7 @@ int hs_cmd_record(int argc, char **argv)
 		.backend = "auto",
 		.xdp_mode = "auto",
 		.ready_fd = -1,
+		.counters_every = 1.0,
 	};
 	struct hs_clocks start;
 	struct hs_clock_facts clock;
@@ -613,10 +653,12 @@ int hs_cmd_record(int argc, char **argv)
 		run.b->close(run.b);
 		return 1;
 	}
+	run.snap.path = o.snapshot;
 	hs_clocks_now(&start);
 	js_init(&header);
 	hs_runmeta_header(&header, &o.cfg, run.b, &start, &clock, argc, argv);
-	if (!js_text(&header) || hs_writer_open(&run.w, o.output, js_text(&header))) {
+	if (!js_text(&header) || hs_writer_open(&run.w, o.output, js_text(&header)) ||
+	    (o.snapshot && !(run.snap.header = strdup(js_text(&header))))) {
 		js_free(&header);
 		hs_writer_free(&run.w);
 		run.b->close(run.b);
@@ -630,6 +672,7 @@ int hs_cmd_record(int argc, char **argv)
 	if (o.ready_fd >= 0)
 		tell_ready(o.ready_fd);
 	err = record_loop(&run, &o);
+	free(run.snap.header);
 	hs_writer_free(&run.w);
 	run.b->close(run.b);
 	hs_clock_facts_free(&clock);
