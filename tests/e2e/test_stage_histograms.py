@@ -10,6 +10,7 @@ import pytest
 import hopscope
 import livebed
 from conftest import HOPSCOPE, sh, wait_for
+from hopscope.live import snapshot
 from hopscope.record import hist
 from livebed import (ipv4_only, links, ns, recorder, send_udp, stopped, tb,  # noqa: F401
                      wait_out)
@@ -104,6 +105,32 @@ def test_aggregate_counts_every_packet_without_records(tb, recorder):
     assert sum(s["count"] for s in transit.values()) == sent
     d = sh(HOPSCOPE, "describe", rec.out).stdout
     assert "histogram   d_p tos 8 out r-rx: 300 delays" in d, d
+
+
+def test_snapshot_is_the_runs_latest_counters(tb, recorder, tmp_path):
+    """--snapshot: whole snapshots every second, the last one the END chunk's
+    counters and histograms; --counters-every spaces the file's chunks"""
+    tb.up()
+    ipv4_only()
+    path = tmp_path / "live.json"
+    rec = recorder("--aggregate", "--snapshot", str(path), "--counters-every", "3600")
+    assert wait_for(path.exists, timeout=30)
+    first = snapshot.read(path)
+    assert not first.final and first.header["histograms"] == "aggregate"
+    two_senders()
+    assert wait_for(lambda: sum(s["count"] for s in snapshot.read(path).series
+                                if s["delay"] == "transit") == 2 * N, timeout=30)
+    rec.stop()
+    last = snapshot.read(path)
+    assert last.final and last.sequence > first.sequence
+    rf = hopscope.RecordFile(rec.out)
+    assert last.counters == rf.counters and last.header == rf.header
+    assert rf.snapshots == [], len(rf.snapshots)  # none within the hour asked
+    w = snapshot.window(last, first)
+    assert {(s["tos"], s["delay"]): s["count"] for s in w["series"]} == {
+        (tos, d): N for tos in (4, 8) for d in ("d_iq", "d_p", "d_oq", "transit")}
+    assert w["counters"]["complete"] == 2 * N and w["seconds"] > 0
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def backlog():
