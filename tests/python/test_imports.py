@@ -1,7 +1,7 @@
 """The package's shape: every module imports on its own in a fresh
 interpreter, no module imports another that (directly or not) imports it back
 — also through imports inside functions, which would only hide a cycle — and
-the pipeline's layers import only downwards: record <- analysis <- report <-
+the pipeline's layers import only downwards: record <- analysis <- report <- live <-
 traffic <- cli. analysis/ and report/ know nothing of how traffic was made."""
 import ast
 import os
@@ -13,7 +13,7 @@ import pytest
 PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
                    "userspace", "python")
 # a module may import from its own layer and the ones before it
-LAYERS = ["files", "record", "analysis", "report", "traffic", "cli"]
+LAYERS = ["files", "record", "analysis", "report", "live", "traffic", "cli"]
 TOP = {"__init__": "record", "__main__": "cli"}
 
 
