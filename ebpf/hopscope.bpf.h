@@ -158,12 +158,16 @@ HS_EXTERN volatile __u64 hs_hist_next HS_ZERO;
 HS_EXTERN volatile __u64 hs_hist_nokey HS_ZERO;
 HS_EXTERN volatile __u64 hs_drops_nokey HS_ZERO;
 
+/* The --in and --out interfaces' ifindexes, in command-line order, 0 after
+ * the last: writable, so that the recorder follows an interface deleted and
+ * re-created (a new ifindex) without reloading the programs */
+HS_EXTERN volatile __u32 hs_in_if[HS_MAX_IFACES] HS_ZERO;
+HS_EXTERN volatile __u32 hs_out_if[HS_MAX_IFACES] HS_ZERO;
+
 /* Settings fixed at load time (rodata: the verifier prunes what is off). */
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_slot_shift HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_stages HS_ZERO;
-HS_EXTERN const volatile __u32 cfg_in_if[HS_MAX_IFACES] HS_ZERO;
-HS_EXTERN const volatile __u32 cfg_out_if[HS_MAX_IFACES] HS_ZERO;
 /* force a wakeup once this much is waiting; below it the reader polls */
 HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
 /* --floor: every program returns at once (the verifier drops the rest), so a
@@ -221,16 +225,19 @@ static __always_inline bool hs_stage_on(enum hs_stage s)
 	return cfg_stages & HS_STAGE_BIT(s);
 }
 
-static __always_inline bool hs_if_in(const volatile __u32 *set, __u32 ifindex)
+/* ifindex's place in set (hs_in_if, hs_out_if), -1: not in it */
+static __always_inline int hs_if_pos(const volatile __u32 *set, __u32 ifindex)
 {
 #pragma unroll
 	for (int i = 0; i < HS_MAX_IFACES; i++) {
-		if (!set[i])
-			return false;
-		if (set[i] == ifindex)
-			return true;
+		__u32 v = set[i];
+
+		if (!v)
+			return -1;
+		if (v == ifindex)
+			return i;
 	}
-	return false;
+	return -1;
 }
 
 static __always_inline struct hs_record *hs_slot(__u64 seq)
@@ -498,9 +505,9 @@ static __always_inline void hs_hist_add(struct hs_hist *h, __u64 later, __u64 ea
 
 /* the series of (output, tos), its index taken on its first packet; NULL:
  * every index is taken (counted) */
-static __always_inline struct hs_hist_set *hs_hist_series(__u32 ifindex, __u8 tos)
+static __always_inline struct hs_hist_set *hs_hist_series(__u32 out_pos, __u8 tos)
 {
-	__u64 key = hs_hist_key(ifindex, tos), at = (key * 0x9e3779b97f4a7c15ull) >> 60;
+	__u64 key = hs_hist_key(out_pos, tos), at = (key * 0x9e3779b97f4a7c15ull) >> 60;
 	__u32 zero = 0, *idx, n;
 	struct hs_hist_cache *c = bpf_map_lookup_elem(&hist_cache, &zero);
 
@@ -528,10 +535,11 @@ static __always_inline struct hs_hist_set *hs_hist_series(__u32 ifindex, __u8 to
 	return bpf_map_lookup_elem(&hist, idx);
 }
 
-/* A complete packet's delays into its series: t its stamps, t4 included */
-static __always_inline void hs_hist_packet(const __u64 *t, __u32 ifindex, __u8 tos)
+/* A complete packet's delays into its series: t its stamps, t4 included;
+ * out_pos its output's place among the --out interfaces */
+static __always_inline void hs_hist_packet(const __u64 *t, __u32 out_pos, __u8 tos)
 {
-	struct hs_hist_set *set = hs_hist_series(ifindex, tos);
+	struct hs_hist_set *set = hs_hist_series(out_pos, tos);
 
 	if (!set)
 		return;

@@ -21,7 +21,7 @@ int BPF_PROG(hs_arrival, struct sk_buff *skb)
 
 	HS_FLOOR_EXIT(0);
 	now = bpf_ktime_get_ns();
-	if (!hs_dev_in_router(skb->dev) || !hs_if_in(cfg_in_if, skb->dev->ifindex))
+	if (!hs_dev_in_router(skb->dev) || hs_if_pos(hs_in_if, skb->dev->ifindex) < 0)
 		return 0;
 	/* eth_type_trans has pulled the MAC header: data is the network header */
 	src.p = skb->data;

@@ -13,6 +13,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	__u64 now;
 	struct hs_record *rec, *out;
 	bool traced;
+	int out_pos;
 	__u64 seq, t[HS_NSTAGES] = {};	/* zeroed: the verifier cannot tie its fill to its use */
 	__u8 tos = 0;
 
@@ -21,7 +22,8 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	/* fires for every transmit on the machine, the senders' too */
 	if (!hs_dev_in_router(dev))
 		return 0;
-	traced = hs_if_in(cfg_out_if, dev->ifindex);
+	out_pos = hs_if_pos(hs_out_if, dev->ifindex);
+	traced = out_pos >= 0;
 	switch (hs_find(skb, &rec, &seq)) {
 	case HS_NOMETA:
 		if (traced)
@@ -57,7 +59,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		hs_count(HS_C_OUT_PKTS);
 		hs_count(HS_C_COMPLETE);
 		if (cfg_hist)
-			hs_hist_packet(t, dev->ifindex, tos);
+			hs_hist_packet(t, out_pos, tos);
 	} else {
 		hs_count(HS_C_OTHER_OUT);
 	}

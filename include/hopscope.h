@@ -288,10 +288,13 @@ struct hs_hist_set {
 	struct hs_hist d[HS_NDELAYS];
 };
 
-/* the series key in the map that hands out HS_HIST_KEYS indices */
-static inline __u64 hs_hist_key(__u32 out_ifindex, __u8 tos)
+/* the series key in the map that hands out HS_HIST_KEYS indices: the output
+ * by its place among the --out interfaces, not its ifindex, so that an
+ * interface deleted and re-created (a new ifindex) keeps its series; + 1:
+ * never 0, the key of an empty entry in the programs' cache of keys */
+static inline __u64 hs_hist_key(__u32 out_pos, __u8 tos)
 {
-	return (__u64)tos << 32 | out_ifindex;
+	return (__u64)tos << 32 | (out_pos + 1);
 }
 
 /*

@@ -10,6 +10,8 @@
 #include "hopscope.h"
 #include "json.h"
 
+#define HS_IFINDEX_HISTORY 16	/* ifindexes kept per interface; later ones replace the last */
+
 struct hs_iface {
 	char name[32];
 	int ifindex;
@@ -19,6 +21,11 @@ struct hs_iface {
 	int xdp_mode;		/* XDP_FLAGS_SKB_MODE / XDP_FLAGS_DRV_MODE, for --in */
 	bool xdp_auto;		/* --xdp-mode auto: native may fall back to generic */
 	const char *xdp_why;	/* why this mode, for the header */
+	/* what became of it during the run, seen once a second (ifwatch.c) */
+	int ifindexes[HS_IFINDEX_HISTORY];	/* every ifindex it had, [0] the header's */
+	int n_ifindexes;
+	bool gone, down;	/* as the last look found it */
+	uint32_t n_gone, n_down;	/* times seen gone (deleted, moved), gone down */
 };
 
 /* Settings, filled from the command line before the backend opens. */
@@ -67,6 +74,9 @@ struct hs_backend {
 	/* the probe cost samples by stage, summed over CPUs (HS_NSTAGES values);
 	 * NULL: this backend does not sample them */
 	int (*cost)(struct hs_backend *b, struct hs_cost *out);
+	/* cfg->ifaces[i] was re-created under a new ifindex (ifc->ifindex):
+	 * attach to it; NULL: this backend cannot (its probes keep the old one) */
+	int (*follow)(struct hs_backend *b, int i);
 	/* the stage histograms as the member "histograms" of j (docs/record-format.md);
 	 * NULL: this backend has none */
 	int (*hist)(struct hs_backend *b, struct js *j);

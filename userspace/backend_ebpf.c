@@ -34,6 +34,10 @@ struct ebpf {
 	int xdp_fds[HS_MAX_IFACES];
 	int xdp_ifc[HS_MAX_IFACES];	/* the cfg->ifaces index of each xdp_fds */
 	int nxdp;
+	/* by cfg->ifaces index: tcx links (t_tcin, t_tceg), the place in hs_in_if
+	 * and hs_out_if (-1: not an input, not an output) */
+	struct bpf_link *tcx_in[HS_MAX_IFACES], *tcx_eg[HS_MAX_IFACES];
+	int in_pos[HS_MAX_IFACES], out_pos[HS_MAX_IFACES];
 	/* native inputs whose metadata is not yet known to work (check_meta) */
 	bool meta_known[HS_MAX_IFACES];	/* by cfg->ifaces index */
 	int meta_open;
@@ -114,7 +118,8 @@ static int attach_nf(struct ebpf *e, struct bpf_program *p, enum nf_inet_hooks h
 	return 0;
 }
 
-static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
+/* an XDP link on ifc in its mode (auto: native, else generic); -errno after saying why */
+static int xdp_link(struct ebpf *e, struct hs_iface *ifc)
 {
 	LIBBPF_OPTS(bpf_link_create_opts, o, .flags = ifc->xdp_mode);
 	int fd = bpf_link_create(bpf_program__fd(e->skel->progs.hs_input), ifc->ifindex,
@@ -141,8 +146,27 @@ static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
 			ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native", ifc->name,
 			strerror(-err), err == -EBUSY || err == -EEXIST ?
 			" (another XDP program is attached)" : "");
-		return err;
 	}
+	return fd;
+}
+
+/* native XDP's metadata room is checked anew on every link (check_meta) */
+static void meta_unknown(struct ebpf *e, const struct hs_iface *ifc)
+{
+	int i = ifc - e->cfg->ifaces;
+
+	if (ifc->xdp_mode == XDP_FLAGS_DRV_MODE && e->meta_known[i]) {
+		e->meta_known[i] = false;
+		e->meta_open++;
+	}
+}
+
+static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
+{
+	int fd = xdp_link(e, ifc);
+
+	if (fd < 0)
+		return fd;
 	e->xdp_ifc[e->nxdp] = ifc - e->cfg->ifaces;
 	e->xdp_fds[e->nxdp++] = fd;
 	if (ifc->xdp_mode == XDP_FLAGS_DRV_MODE)
@@ -177,16 +201,42 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_floor = cfg->floor;
 	s->rodata->cfg_hist = cfg->hist;
 	for (int i = 0; i < cfg->n_ifaces; i++) {
-		if (cfg->ifaces[i].is_in)
-			s->rodata->cfg_in_if[nin++] = cfg->ifaces[i].ifindex;
-		if (cfg->ifaces[i].is_out)
-			s->rodata->cfg_out_if[nout++] = cfg->ifaces[i].ifindex;
+		e->in_pos[i] = cfg->ifaces[i].is_in ? nin++ : -1;
+		e->out_pos[i] = cfg->ifaces[i].is_out ? nout++ : -1;
+		if (e->in_pos[i] >= 0)
+			s->bss->hs_in_if[e->in_pos[i]] = cfg->ifaces[i].ifindex;
+		if (e->out_pos[i] >= 0)
+			s->bss->hs_out_if[e->out_pos[i]] = cfg->ifaces[i].ifindex;
 	}
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
 	/* aggregate: no record ever goes through the ring, so the least one */
 	bpf_map__set_max_entries(s->maps.records, cfg->hist == HS_HIST_AGGREGATE ?
 				 (size_t)sysconf(_SC_PAGESIZE) : cfg->ringbuf_bytes);
 	autoload(cfg, s);
+	return 0;
+}
+
+/* t_tcin on input i, t_tceg on output i, when that stage is on (any link
+ * there before goes first) */
+static int attach_tcx(struct ebpf *e, int i, bool in)
+{
+	struct bpf_program *p = in ? e->skel->progs.hs_tc_ingress : e->skel->progs.hs_tc_egress;
+	struct bpf_link **l = in ? &e->tcx_in[i] : &e->tcx_eg[i];
+	struct bpf_link *now;
+
+	if (!(e->cfg->stages & HS_STAGE_BIT(in ? HS_TCIN : HS_TCEG)))
+		return 0;
+	bpf_link__destroy(*l);
+	*l = NULL;
+	now = bpf_program__attach_tcx(p, e->cfg->ifaces[i].ifindex, NULL);
+	if (!now) {
+		int err = -errno;
+
+		fprintf(stderr, "hopscope: cannot attach tcx %s to %s: %s\n",
+			in ? "ingress" : "egress", e->cfg->ifaces[i].name, strerror(-err));
+		return err;
+	}
+	*l = now;
 	return 0;
 }
 
@@ -212,19 +262,12 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 		err = attach_nf(e, s->progs.hs_forward, NF_INET_FORWARD, PRI_FIRST, "t_fwd");
 	err = err ?: attach_nf(e, s->progs.hs_prerouting, NF_INET_PRE_ROUTING, PRI_FIRST, "t2");
 	for (int i = 0; i < cfg->n_ifaces && !err; i++)
-		if (cfg->ifaces[i].is_out && (cfg->stages & HS_STAGE_BIT(HS_TCEG)))
-			err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_egress,
-								  cfg->ifaces[i].ifindex, NULL),
-				       "tcx egress");
+		if (cfg->ifaces[i].is_out)
+			err = attach_tcx(e, i, false);
 	for (int i = 0; i < cfg->n_ifaces && !err; i++) {
-		struct hs_iface *ifc = &cfg->ifaces[i];
-
-		if (!ifc->is_in)
+		if (!cfg->ifaces[i].is_in)
 			continue;
-		if (cfg->stages & HS_STAGE_BIT(HS_TCIN))
-			err = add_link(e, bpf_program__attach_tcx(s->progs.hs_tc_ingress,
-								  ifc->ifindex, NULL), "tcx ingress");
-		err = err ?: attach_xdp(e, ifc);
+		err = attach_tcx(e, i, true) ?: attach_xdp(e, &cfg->ifaces[i]);
 	}
 	if (!err && (cfg->stages & HS_STAGE_BIT(HS_T0)))
 		err = add_link(e, bpf_program__attach(s->progs.hs_arrival), "tp_btf/netif_rx");
@@ -517,11 +560,12 @@ static void hist_series_json(struct js *j, const struct hs_hist *h, uint8_t tos,
 	js_close(j, '}');
 }
 
-static const char *out_name(const struct hs_config *cfg, uint32_t ifindex)
+/* the output at place pos among the --out interfaces (hs_hist_key) */
+static const char *out_name(const struct ebpf *e, uint32_t pos)
 {
-	for (int i = 0; i < cfg->n_ifaces; i++)
-		if (cfg->ifaces[i].ifindex == (int)ifindex)
-			return cfg->ifaces[i].name;
+	for (int i = 0; i < e->cfg->n_ifaces; i++)
+		if (e->out_pos[i] == (int)pos)
+			return e->cfg->ifaces[i].name;
 	return "?";
 }
 
@@ -596,7 +640,7 @@ static int ebpf_hist(struct hs_backend *b, struct js *out)
 		for (int d = 0; d < HS_NDELAYS; d++)
 			if (hist_count(&e->hist_sum->d[d]))
 				hist_series_json(&j, &e->hist_sum->d[d], key >> 32,
-						 out_name(e->cfg, (uint32_t)key), d);
+						 out_name(e, (uint32_t)key - 1), d);
 	}
 	if (errno != ENOENT)
 		err = errno ? -errno : -EIO;
@@ -612,14 +656,53 @@ static int ebpf_hist(struct hs_backend *b, struct js *out)
 	return err;
 }
 
+/*
+ * cfg->ifaces[i] is back, under a new ifindex or moved back in: the programs
+ * learn its ifindex (its place in hs_in_if, hs_out_if stays, and with it the
+ * histograms' series), then its links are made anew, downstream first as in
+ * attach_all. The old links died with the old device.
+ */
+static int ebpf_follow(struct hs_backend *b, int i)
+{
+	struct ebpf *e = b->priv;
+	struct hs_iface *ifc = &e->cfg->ifaces[i];
+	int err = 0;
+
+	if (e->out_pos[i] >= 0)
+		e->skel->bss->hs_out_if[e->out_pos[i]] = ifc->ifindex;
+	if (e->in_pos[i] >= 0)
+		e->skel->bss->hs_in_if[e->in_pos[i]] = ifc->ifindex;
+	if (ifc->is_out)
+		err = attach_tcx(e, i, false);
+	if (!ifc->is_in || err)
+		return err;
+	err = attach_tcx(e, i, true);
+	for (int k = 0; k < e->nxdp && !err; k++) {
+		if (e->xdp_ifc[k] != i)
+			continue;
+		if (e->xdp_fds[k] >= 0)
+			close(e->xdp_fds[k]);
+		e->xdp_fds[k] = xdp_link(e, ifc);
+		if (e->xdp_fds[k] < 0)
+			return e->xdp_fds[k];
+		meta_unknown(e, ifc);
+	}
+	return err;
+}
+
 /* upstream first, the reverse of attach_all: no packet takes a slot once
  * the later stages start to go */
 static void detach(struct ebpf *e)
 {
 	for (int i = 0; i < e->nxdp; i++)
-		if (e->xdp_fds[i] >= 0)	/* -1: lost in check_meta's switch */
+		if (e->xdp_fds[i] >= 0)	/* -1: lost in check_meta's switch or a follow */
 			close(e->xdp_fds[i]);
 	e->nxdp = 0;
+	for (int i = 0; i < HS_MAX_IFACES; i++) {
+		bpf_link__destroy(e->tcx_in[i]);
+		bpf_link__destroy(e->tcx_eg[i]);
+		e->tcx_in[i] = e->tcx_eg[i] = NULL;
+	}
 	while (e->nlinks > 0)
 		bpf_link__destroy(e->links[--e->nlinks]);
 }
@@ -703,6 +786,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.counters = ebpf_counters,
 		.cost = ebpf_cost,
 		.hist = ebpf_hist,
+		.follow = ebpf_follow,
 		.stop = ebpf_stop,
 		.close = ebpf_close,
 	};
