@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include "backend.h"
 #include "ifaces.h"
+#include "ifwatch.h"
 #include "netns.h"
 #include "record.h"
 #include "runmeta.h"
@@ -357,7 +358,7 @@ struct run {
 	int counters_err;	/* the last counter read failed: counters are stale */
 	struct hs_snapshot snap;
 	const struct hs_clock_facts *clock;
-	const struct hs_config *cfg;
+	struct hs_config *cfg;
 };
 
 /*
@@ -418,6 +419,7 @@ static char *counters_json(struct run *run, const char *stop_reason)
 	}
 	if (!strcmp(run->b->name, "ebpf"))
 		hs_ifaces_xdp_json(&j, run->cfg);
+	hs_ifwatch_json(&j, run->cfg);
 	if (stop_reason)
 		js_str(&j, "stop_reason", stop_reason);
 	js_close(&j, '}');
@@ -521,6 +523,7 @@ static int record_loop(struct run *run, struct opts *o)
 		}
 		t = now_s();
 		if (t - last_read >= 1.0) {
+			hs_ifwatch(run->cfg, run->b);
 			read_counters(run, 0);
 			js = counters_json(run, NULL);
 			snapshot(run, js, 0);
@@ -654,6 +657,7 @@ int hs_cmd_record(int argc, char **argv)
 		return 1;
 	}
 	run.snap.path = o.snapshot;
+	hs_ifwatch_init(&o.cfg);
 	hs_clocks_now(&start);
 	js_init(&header);
 	hs_runmeta_header(&header, &o.cfg, run.b, &start, &clock, argc, argv);
