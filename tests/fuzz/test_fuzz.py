@@ -170,6 +170,11 @@ HOSTILE_TRAILERS = {
     "trailer by_status a list": {"userspace": {"records_by_status": [1]}},
     "trailer xdp_modes numbers": {"xdp_modes": {"r-s1": 1}},
     "trailer xdp_modes a list": {"xdp_modes": ["generic"]},
+    "trailer ifaces a list": {"ifaces": [1]},
+    "trailer ifaces bad state": {"ifaces": {"r-s1": {"state": "sideways", "ifindexes": [2],
+                                                     "gone": 0, "down": 0}}},
+    "trailer ifaces ifindexes strings": {"ifaces": {"r-s1": {"state": "up", "ifindexes": ["2"],
+                                                             "gone": 0, "down": 0}}},
     "trailer a list": [1, 2, 3],
 }
 

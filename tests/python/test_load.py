@@ -12,6 +12,7 @@ import pytest
 
 import hopscope
 from hopscope.record import format as fmt
+from hopscope.record.load import _interface_lut
 from hopscope.record.synth import recompute_checksums, write_synthetic
 from hopscope.report.describe import describe
 
@@ -408,6 +409,23 @@ def test_describe_names_an_input_re_attached_during_the_run(tmp_path, quiet):
     assert "re-attached" not in line()
     df.attrs["trailer"]["xdp_modes"] = {iface["name"]: "generic"}
     assert "xdp_mode native" in line() and "re-attached in generic XDP during the run" in line()
+
+
+def test_a_re_created_interface_keeps_its_name(tmp_path, quiet):
+    """An interface made again under a new ifindex during the run: records of
+    either ifindex are named by it (the trailer's ifaces), and describe
+    tells its life."""
+    df = hopscope.load(_synth(tmp_path, n=100).path)
+    h = df.attrs["header"]
+    iface = next(i for i in h["interfaces"] if i["role"] == "out")
+    counters = {"ifaces": {iface["name"]: {"state": "up", "ifindexes": [iface["ifindex"], 99],
+                                           "gone": 1, "down": 0}}}
+    names, lut = _interface_lut(h, counters)
+    assert names[lut[99]] == names[lut[iface["ifindex"]]] == iface["name"]
+    df.attrs["counters"] = counters
+    line = next(t for k, t in describe(df) if k == "interface" and
+                t.startswith(iface["name"] + " "))
+    assert f"seen gone 1x, down 0x, ifindexes {iface['ifindex']} 99, up at the end" in line
 
 
 def test_full_flow_table_takes_addresses_from_the_records(tmp_path, quiet):

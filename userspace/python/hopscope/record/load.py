@@ -202,7 +202,7 @@ class _Columns:
         # every value past the known ones (np.take mode="clip")
         self.src_names, self.src_lut = _address_lut(rf.flows, "saddr")
         self.dst_names, self.dst_lut = _address_lut(rf.flows, "daddr")
-        self.if_names, self.if_lut = _interface_lut(rf.header)
+        self.if_names, self.if_lut = _interface_lut(rf.header, rf.counters)
         luts = {"src": self.src_lut, "dst": self.dst_lut,
                 "in_if": self.if_lut, "out_if": self.if_lut}
         self.codes = {name: np.empty(n, dtype=lut.dtype) for name, lut in luts.items()}
@@ -305,10 +305,15 @@ def _count(problems, mask, what):
         problems.append(f"{bad} {what}")
 
 
-def _interface_lut(header):
-    """(interface names, ifindex -> code table) from the header's interfaces."""
+def _interface_lut(header, counters=None):
+    """(interface names, ifindex -> code table) from the header's interfaces
+    and the ifindexes they had later in the run (an interface deleted and made
+    again: the trailer's "ifaces")."""
     names, index = [], {}
-    for iface in header.get("interfaces") or ():
+    later = [{"name": name, "ifindex": i}
+             for name, v in ((counters or {}).get("ifaces") or {}).items()
+             for i in v["ifindexes"]]
+    for iface in (header.get("interfaces") or []) + later:
         name, ifindex = iface.get("name"), iface.get("ifindex")
         if name is None or not isinstance(ifindex, int) or not 0 <= ifindex < 1 << 20 \
                 or ifindex in index:

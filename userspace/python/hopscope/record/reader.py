@@ -436,6 +436,12 @@ def check_counters(obj):
                     return f"{k}.{name} is not an object of integers"
             elif (k == "counters" or name in _USERSPACE_INT) and not _int(x):
                 return f"{k}.{name} is {_kind(x)}, expected an integer"
+    ifaces = obj.get("ifaces")
+    if ifaces is not None and (not isinstance(ifaces, dict) or not all(
+            isinstance(v, dict) and v.get("state") in ("up", "down", "gone") and
+            isinstance(v.get("ifindexes"), list) and all(_int(i) for i in v["ifindexes"]) and
+            _int(v.get("gone")) and _int(v.get("down")) for v in ifaces.values())):
+        return "'ifaces' is not an object of {state, ifindexes, gone, down}"
     modes = obj.get("xdp_modes")
     if modes is not None and (not isinstance(modes, dict) or
                               not all(isinstance(m, str) for m in modes.values())):

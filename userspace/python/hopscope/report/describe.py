@@ -64,6 +64,11 @@ def describe(df):
         if end and end != i.get("xdp_mode"):
             detail.append(f"re-attached in {end} XDP during the run (the driver gave no "
                           "metadata room)")
+        life = ((a.get("counters") or {}).get("ifaces") or {}).get(i.get("name"))
+        if life and (life["gone"] or life["down"] or len(life["ifindexes"]) > 1):
+            detail.append(f"during the run: seen gone {life['gone']}x, down {life['down']}x, "
+                          f"ifindexes {' '.join(map(str, life['ifindexes']))}, "
+                          f"{life['state']} at the end")
         qdisc = i.get("qdisc")  # `tc -j qdisc show` objects
         if isinstance(qdisc, list):
             detail.append("qdisc " + " ".join(str(q.get("kind", "?")) for q in qdisc
