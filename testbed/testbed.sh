@@ -60,6 +60,8 @@ Commands:
   layout --json [up options]
                 the layout up would make with these options, as JSON, without
                 making anything (the same code as up's)
+  relink ROLE   delete ROLE's (sender1, sender2, receiver) link and make it again:
+                the router's interface returns with a new ifindex (rps, inline)
   cpu ROLE      CPU list to pin ROLE (sender, router, receiver) to, for taskset -c
   sink          packets and bytes the receiver's XDP sink has dropped so far
   help          this text
@@ -591,6 +593,37 @@ cmd_up() {
 	say "up: $OPTIONS; CPUs: sender $CPU_SENDER, router $CPU_ROUTER, receiver $CPU_RECEIVER"
 }
 
+# ---- relink -------------------------------------------------------------------
+
+# One host's veth pair deleted and made again as up made it: the router's end
+# comes back under the same name and a new ifindex, what an always-on tracer
+# must follow (tests/e2e/test_ifaces_churn.py).
+cmd_relink() {
+	local l rt rt_if
+	[ $# = 1 ] || hs_die "usage: ${0##*/} relink sender1|sender2|receiver"
+	l=$(link_of "$1") || hs_die "relink '$1': expected sender1, sender2 or receiver"
+	hs_state_load || hs_die "the testbed is not up: run ${0##*/} up"
+	# shellcheck disable=SC2086 # up's options, as words
+	parse_up_options $HS_TB_OPTIONS
+	[ "$MODE" != napi ] || hs_die "relink: not in napi mode (the input's NAPI thread would change)"
+	plan_cpus
+	rt=$(ns_of router)
+	read -r _ _ rt_if _ <<<"$l"
+	# gone already (deleted by hand) or not: made anew either way
+	ip -n "$rt" link del "$rt_if" 2>/dev/null || true
+	# shellcheck disable=SC2086 # four words
+	make_link $l
+	if [ "$1" = receiver ]; then
+		[ "$MODE" != rps ] || receiver_on_napi
+		set_shape
+		attach_sink
+	elif [ "$MODE" = rps ]; then
+		sys_write "$rt" "/sys/class/net/$rt_if/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
+	fi
+	wait_end_to_end
+	say "relinked $rt_if (ifindex $(ip -n "$rt" -j link show dev "$rt_if" | jq '.[0].ifindex'))"
+}
+
 # ---- down ---------------------------------------------------------------------
 
 no_processes() {
@@ -876,7 +909,7 @@ main() {
 	[ $# = 0 ] || shift
 	check_prefix
 	case $cmd in
-	up | down)
+	up | down | relink)
 		[ "$(id -u)" = 0 ] || hs_die "$cmd: must run as root"
 		mkdir -p "$HS_STATE_DIR"
 		# one up or down at a time on this machine (napi mode spots its

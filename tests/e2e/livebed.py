@@ -61,9 +61,9 @@ def ipv4_only():
         ns(role, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
 
 
-def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0):
-    """n datagrams from sender1 on its CPU (0), each payload starting with its
-    index (so no two share a packet key); returns once all are sent"""
+def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0, role="sender1"):
+    """n datagrams from role (a sender) on its CPU (0), each payload starting
+    with its index (so no two share a packet key); returns once all are sent"""
     six = ":" in dst
     code = ("import socket\n"
             f"s=socket.socket(socket.AF_INET{'6' if six else ''},socket.SOCK_DGRAM)\n"
@@ -72,7 +72,7 @@ def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0):
             f"s.bind(('',{sport}))\n"
             f"for i in range({n}):\n"
             f"    s.sendto(i.to_bytes(4,'big')*({size}//4),('{dst}',{port}))\n")
-    ns("sender1", "taskset", "-c", "0", sys.executable, "-c", code, timeout=120)
+    ns(role, "taskset", "-c", "0", sys.executable, "-c", code, timeout=120)
 
 
 def links(role="router"):
