@@ -118,8 +118,8 @@ class Bed:
                                  self.cpu("sender"), *cmd], stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)
 
-    def recorder(self, path):
-        return Recorder(path, "-q", ins="r-s1", prefix=self.prefix)
+    def recorder(self, path, *extra):
+        return Recorder(path, "-q", *extra, ins="r-s1", prefix=self.prefix)
 
 
 def client_sent(proc, timeout):
