@@ -50,6 +50,8 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 		hs_count(HS_C_DROPPED);
 		if (cfg_hist)
 			hs_drop_add(last, reason);
+		if (cfg_flight_n)
+			hs_flight_drop(reason, seq);
 	} else {
 		hs_count(HS_C_RACE);	/* evicted as it was dropped: recorded once, as evicted */
 	}

@@ -58,6 +58,8 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		hs_count(HS_C_COMPLETE);
 		if (cfg_hist)
 			hs_hist_packet(t, dev->ifindex, tos);
+		if (cfg_flight_n)
+			hs_flight_delays(t, seq);
 	} else {
 		hs_count(HS_C_OTHER_OUT);
 	}
