@@ -457,9 +457,11 @@ static __always_inline __u64 hs_wakeup_flag(__u64 seq)
 /*
  * The first half of handing a record over: a copy of the slot in the ring
  * buffer (NULL: the ring is full), for the caller to add what the leaving
- * stage knows, then hs_emit_commit.
+ * stage knows, then hs_emit_commit. now: the leaving stage's instant, when
+ * it has one (0: read here if a flight entry needs it).
  */
-static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __u8 status)
+static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __u8 status,
+							__u64 now)
 {
 	struct hs_record *out;
 
@@ -481,7 +483,7 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 		e = bpf_map_lookup_elem(&flight, &i);
 		if (!e)
 			return NULL;
-		e->at = bpf_ktime_get_ns();
+		e->at = now ?: bpf_ktime_get_ns();
 		out = &e->r;
 	} else {
 		out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
