@@ -161,7 +161,7 @@ static int dump(struct hs_flight *f)
 {
 	const struct hs_flight_entry *e;
 	struct hs_flight_entry *sel;
-	struct hs_writer w;
+	struct hs_writer w = { .fd = -1 };	/* freed whether or not it opened */
 	size_t n, k = 0;
 	uint64_t at = mono_ns(), took;
 	char path[PATH_MAX + 64], *header = NULL, *end = NULL;
@@ -194,7 +194,8 @@ static int dump(struct hs_flight *f)
 	}
 	hs_writer_free(&w);
 	if (err)
-		fprintf(stderr, "\nhopscope: flight dump %s not written: %s\n", path, strerror(-err));
+		fprintf(stderr, "\nhopscope: flight dump %s failed: %s (a file there holds what "
+			"was written before)\n", path, strerror(-err));
 	else
 		fprintf(stderr, "\nhopscope: flight dump %s: %zu records, trigger %s (%llu "
 			"triggers; kept frozen %.1f ms)\n", path, k, trigger_text(f, &f->trig),

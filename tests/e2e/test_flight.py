@@ -155,6 +155,22 @@ def test_sigusr1_dumps_and_the_cap_counts_what_it_skips(tb, recorder, tmp_path):
     assert f["dumps"] == 1 and f["dumps_skipped"] == 1 and f["triggers"] == 0, f
 
 
+def test_a_dump_still_waiting_at_the_stop_is_written(tb, recorder, tmp_path):
+    up(tb, ("pfifo_fast",))
+    rec = flight(recorder, tmp_path, "--flight-after", "600")
+    send([(50, 200, 0.001)])
+    rec.p.send_signal(signal.SIGUSR1)
+    # a COUNTERS snapshot (the recorder goes on, the dump waits); noticed
+    # now or only at the stop, the signal's dump is written then
+    assert wait_for(lambda: skipped(rec.out) == 0, timeout=30)
+    assert not dumps(tmp_path)
+    rec.stop()
+    files = dumps(tmp_path)
+    assert len(files) == 1, files
+    df = checked_dump(files[0])
+    assert sorted(df.sport - BASE) == list(range(50))
+
+
 def test_a_drop_of_the_chosen_reason_triggers(tb, recorder, tmp_path):
     # a queue of 3 packets: a burst of 30 overflows it
     up(tb, ("tbf", "rate", "1mbit", "burst", "2kb", "limit", "4500"))
