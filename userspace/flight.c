@@ -28,7 +28,8 @@ struct hs_flight {
 	void *ctx;
 	int pending;			/* a trigger waits for its dump */
 	struct hs_flight_trigger trig;	/* that trigger */
-	uint64_t triggers_at;		/* the kernel's trigger count when it was noticed */
+	uint64_t triggers_at;		/* the kernel's trigger count before it */
+	uint64_t armed_triggers;	/* that count at the last poll with none waiting */
 	struct hs_flight_cpu sum;	/* the last counts read */
 	uint64_t dumps, skipped, failed;
 	int poll_err;			/* said once */
@@ -129,7 +130,7 @@ static char *dump_header(const struct hs_flight *f, size_t n, uint64_t frozen_at
 	}
 	if (t->what != WHAT_SIGNAL)
 		js_u64(&j, "trigger_seq", t->seq);
-	js_u64(&j, "triggers", f->sum.triggers - f->triggers_at + (t->what != WHAT_SIGNAL));
+	js_u64(&j, "triggers", f->sum.triggers - f->triggers_at);
 	js_u64(&j, "frozen_ns", frozen_at);
 	js_u64(&j, "freeze_ns", frozen_ns);
 	js_u64(&j, "records", n);
@@ -199,8 +200,7 @@ static int dump(struct hs_flight *f)
 	else
 		fprintf(stderr, "\nhopscope: flight dump %s: %zu records, trigger %s (%llu "
 			"triggers; kept frozen %.1f ms)\n", path, k, trigger_text(f, &f->trig),
-			(unsigned long long)(f->sum.triggers - f->triggers_at +
-					     (f->trig.what != WHAT_SIGNAL)), took / 1e6);
+			(unsigned long long)(f->sum.triggers - f->triggers_at), took / 1e6);
 	free(header);
 	free(end);
 	free(sel);
@@ -225,7 +225,8 @@ int hs_flight_tick(struct hs_flight *f, int stopping)
 		}
 		asked = 0;
 		f->trig = t;
-		f->triggers_at = f->sum.triggers;
+		/* the first trigger since the last poll claimed it: none before it */
+		f->triggers_at = f->armed_triggers;
 		f->pending = 1;
 		if (f->dumps + f->failed >= f->o.max_dumps) {
 			if (!f->skipped++)
@@ -245,6 +246,8 @@ int hs_flight_tick(struct hs_flight *f, int stopping)
 		f->pending = 0;
 		f->b->flight_rearm(f->b);
 	}
+	if (!f->pending)
+		f->armed_triggers = f->sum.triggers;
 	return 0;
 }
 

@@ -93,6 +93,7 @@ def test_dump_holds_the_slow_packets_and_only_the_last_n(tb, recorder, tmp_path)
     df = checked_dump(files[0])
     d = df.attrs["header"]["flight_dump"]
     assert d["trigger"] == "d_oq>2000us" and d["delay"] == "d_oq" and d["delay_ns"] > SLOW_NS, d
+    assert 1 <= d["triggers"] <= BURST + AFTER, d
     # every record whole: one packet of this test each, all four instants in order
     assert len(df) == N and (df.status == "complete").all(), df.status.value_counts()
     t = df[["t1", "t2", "t3", "t4"]].to_numpy(np.int64)
