@@ -164,6 +164,28 @@ HS_EXTERN volatile __u64 hs_drops_nokey HS_ZERO;
 HS_EXTERN volatile __u32 hs_in_if[HS_MAX_IFACES] HS_ZERO;
 HS_EXTERN volatile __u32 hs_out_if[HS_MAX_IFACES] HS_ZERO;
 
+/* flight recorder (include/hopscope.h): per CPU cfg_flight_n entries (the
+ * loader sizes it), its place and counts, and the trigger for the recorder */
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hs_flight_entry);
+	__uint(max_entries, 1);
+} flight SEC(".maps");
+
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hs_flight_cpu);
+	__uint(max_entries, 1);
+} flight_cpu SEC(".maps");
+
+/* set by the recorder while it copies the rings (records then not kept, counted) */
+HS_EXTERN volatile __u32 hs_flight_frozen HS_ZERO;
+/* taken by the first trigger, so one packet's trigger is written whole */
+HS_EXTERN volatile __u64 hs_flight_claim HS_ZERO;
+HS_EXTERN struct hs_flight_trigger hs_flight_trig HS_ZERO;
+
 /* Settings fixed at load time (rodata: the verifier prunes what is off). */
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_slot_shift HS_ZERO;
@@ -175,6 +197,13 @@ HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_floor HS_ZERO;
 /* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE (no record leaves: the ring is unused) */
 HS_EXTERN const volatile __u32 cfg_hist HS_ZERO;
+
+/* --flight: entries per CPU (0: off, the verifier drops the rest); a delay
+ * triggers when at least its cfg_flight_over (the threshold + 1 ns; 0: none);
+ * a drop when its reason is in cfg_flight_reasons (0 ends the list) */
+HS_EXTERN const volatile __u32 cfg_flight_n HS_ZERO;
+HS_EXTERN const volatile __u64 cfg_flight_over[HS_NDELAYS] HS_ZERO;
+HS_EXTERN const volatile __u32 cfg_flight_reasons[HS_FLIGHT_REASONS] HS_ZERO;
 
 #define HS_READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
@@ -435,17 +464,39 @@ static __always_inline __u64 hs_wakeup_flag(__u64 seq)
 /*
  * The first half of handing a record over: a copy of the slot in the ring
  * buffer (NULL: the ring is full), for the caller to add what the leaving
- * stage knows, then hs_emit_commit.
+ * stage knows, then hs_emit_commit. now: the leaving stage's instant, when
+ * it has one (0: read here if a flight entry needs it).
  */
-static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __u8 status)
+static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __u8 status,
+							__u64 now)
 {
 	struct hs_record *out;
 
-	if (cfg_hist == HS_HIST_AGGREGATE)
-		return NULL;
-	out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
-	if (!out)
-		return NULL;
+	if (cfg_hist == HS_HIST_AGGREGATE) {
+		/* no ring: the flight recorder's entry, when it is on */
+		__u32 zero = 0, i;
+		struct hs_flight_cpu *c = cfg_flight_n ? bpf_map_lookup_elem(&flight_cpu, &zero) : NULL;
+		struct hs_flight_entry *e;
+
+		if (!c)
+			return NULL;
+		if (hs_flight_frozen) {
+			__sync_fetch_and_add(&c->not_kept, 1);
+			return NULL;
+		}
+		/* atomic: a program nested on this CPU (a drop inside a
+		 * transmit) takes the next entry, never the same one */
+		i = __sync_fetch_and_add(&c->pos, 1) % cfg_flight_n;
+		e = bpf_map_lookup_elem(&flight, &i);
+		if (!e)
+			return NULL;
+		e->at = now ?: bpf_ktime_get_ns();
+		out = &e->r;
+	} else {
+		out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
+		if (!out)
+			return NULL;
+	}
 	__builtin_memcpy(out, rec, sizeof(*out));
 	out->status = status;
 	out->flow = 0;
@@ -462,7 +513,10 @@ static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 					   struct hs_record *out, __u8 status)
 {
 	if (!hs_release(rec, seq)) {
-		if (out)
+		/* a flight entry discarded is an empty one (seq 0) */
+		if (out && cfg_hist == HS_HIST_AGGREGATE)
+			out->seq = 0;
+		else if (out)
 			bpf_ringbuf_discard(out, BPF_RB_NO_WAKEUP);
 		return false;
 	}
@@ -475,8 +529,58 @@ static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 		return true;
 	}
 	out->seq = seq;
-	bpf_ringbuf_submit(out, hs_wakeup_flag(seq));
+	if (cfg_hist != HS_HIST_AGGREGATE)
+		bpf_ringbuf_submit(out, hs_wakeup_flag(seq));
 	return true;
+}
+
+/* a trigger: counted; the first since the recorder re-armed is written for it */
+static __always_inline void hs_flight_fire(__u64 what, __u64 value, __u64 seq)
+{
+	__u32 zero = 0;
+	struct hs_flight_cpu *c = bpf_map_lookup_elem(&flight_cpu, &zero);
+
+	if (c)
+		__sync_fetch_and_add(&c->triggers, 1);
+	if (hs_flight_claim || __sync_val_compare_and_swap(&hs_flight_claim, 0, 1))
+		return;
+	hs_flight_trig.what = what;
+	hs_flight_trig.value = value;
+	hs_flight_trig.seq = seq;
+	/* last, fully ordered: the recorder reads the rest once it sees ns */
+	__sync_lock_test_and_set(&hs_flight_trig.ns, bpf_ktime_get_ns());
+}
+
+/* a complete packet's stamps t (t4 included) against the delay triggers;
+ * the first delay over its threshold fires, in HS_DELAY_LIST's order */
+static __always_inline void hs_flight_delays(const __u64 *t, __u64 seq)
+{
+	static const __u8 later[HS_NDELAYS] = { HS_T2, HS_T3, HS_T4, HS_T4, HS_T1, HS_T4 };
+	static const __u8 earlier[HS_NDELAYS] = { HS_T1, HS_T2, HS_T3, HS_T1, HS_T0, HS_TCEG };
+
+#pragma unroll
+	for (int d = 0; d < HS_NDELAYS; d++) {
+		__u64 a = t[later[d]], b = t[earlier[d]];
+
+		if (cfg_flight_over[d] && a && b && a > b && a - b >= cfg_flight_over[d]) {
+			hs_flight_fire(d, a - b, seq);
+			return;
+		}
+	}
+}
+
+/* a dropped packet against the drop triggers */
+static __always_inline void hs_flight_drop(__u32 reason, __u64 seq)
+{
+#pragma unroll
+	for (int i = 0; i < HS_FLIGHT_REASONS; i++) {
+		if (!cfg_flight_reasons[i])
+			return;
+		if (cfg_flight_reasons[i] == reason || cfg_flight_reasons[i] == HS_FLIGHT_ANY_DROP) {
+			hs_flight_fire(HS_FLIGHT_WHAT_DROP, reason, seq);
+			return;
+		}
+	}
 }
 
 /* later - earlier into h, when both stages stamped the packet */

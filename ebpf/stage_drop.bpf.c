@@ -34,7 +34,7 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	seen = HS_READ_ONCE(rec->flow);
 	if (seen ? seen != hs_skb_id(skb) : hs_head_shared(skb))
 		return 0;
-	out = hs_emit_begin(rec, HS_ST_DROPPED);
+	out = hs_emit_begin(rec, HS_ST_DROPPED, 0);
 	/* no copy (aggregate, ring full): the slot, read before the release */
 	src = out ? out : rec;
 #pragma unroll
@@ -50,6 +50,8 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 		hs_count(HS_C_DROPPED);
 		if (cfg_hist)
 			hs_drop_add(last, reason);
+		if (cfg_flight_n)
+			hs_flight_drop(reason, seq);
 	} else {
 		hs_count(HS_C_RACE);	/* evicted as it was dropped: recorded once, as evicted */
 	}

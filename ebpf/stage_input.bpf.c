@@ -118,7 +118,7 @@ int hs_input(struct xdp_md *ctx)
 	/* take the slot (hopscope.bpf.h, slot ownership): a packet still in it
 	 * is evicted, unless its own last stage releases it first */
 	old = HS_READ_ONCE(rec->seq);
-	out = old ? hs_emit_begin(rec, HS_ST_EVICTED) : NULL;
+	out = old ? hs_emit_begin(rec, HS_ST_EVICTED, now) : NULL;
 	if (old && hs_emit_commit(rec, old, out, HS_ST_EVICTED))
 		hs_count(HS_C_EVICTED);
 	else if (!old)

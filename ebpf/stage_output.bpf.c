@@ -36,7 +36,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		break;
 	}
 	/* what t4 adds goes into the copy: the slot may change hands meanwhile */
-	out = hs_emit_begin(rec, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT);
+	out = hs_emit_begin(rec, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT, now);
 	if (out) {
 		out->t[HS_T4] = now;
 		out->out_ifindex = dev->ifindex;
@@ -60,6 +60,8 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		hs_count(HS_C_COMPLETE);
 		if (cfg_hist)
 			hs_hist_packet(t, out_pos, tos);
+		if (cfg_flight_n)
+			hs_flight_delays(t, seq);
 	} else {
 		hs_count(HS_C_OTHER_OUT);
 	}

@@ -298,6 +298,39 @@ static inline __u64 hs_hist_key(__u32 out_pos, __u8 tos)
 }
 
 /*
+ * Flight recorder (record --aggregate --flight N): each record the kernel
+ * would hand over also goes, with the time it was kept, into a per-CPU ring
+ * of N entries, overwritten, never drained; a trigger (a delay above its
+ * threshold at t4, a drop of a chosen reason) is noted for the recorder,
+ * which freezes the rings, copies them out and writes the last N records to
+ * a record file of their own (a flight dump, docs/record-format.md).
+ */
+#define HS_FLIGHT_REASONS 8		/* drop reasons that trigger, at most */
+#define HS_FLIGHT_ANY_DROP 0xffffffff	/* in the reasons: any drop triggers */
+#define HS_FLIGHT_WHAT_DROP 64		/* hs_flight_trigger.what of a drop; delays: enum hs_delay */
+
+struct hs_flight_entry {
+	struct hs_record r;	/* seq 0: empty, or its packet's release was lost to a race */
+	__u64 at;		/* when it was kept (CLOCK_MONOTONIC): orders the CPUs' rings */
+};
+
+/* per CPU: entries kept (the next one's place is pos % N), triggers, and
+ * records not kept because the recorder was copying the rings */
+struct hs_flight_cpu {
+	__u64 pos;
+	__u64 triggers;
+	__u64 not_kept;
+};
+
+/* the first trigger since the recorder last re-armed; ns written last, 0: none */
+struct hs_flight_trigger {
+	__u64 ns;		/* when it fired */
+	__u64 what;		/* enum hs_delay, or HS_FLIGHT_WHAT_DROP */
+	__u64 value;		/* the delay (ns), or the drop reason */
+	__u64 seq;		/* the packet that fired it */
+};
+
+/*
  * The bucket of d > 0 (HS_HIST_BUCKETS or more: overflow), exactly, in
  * integers: e = the highest set bit, m = d shifted so that bit is bit 63,
  * d = m * 2^(e-63). d is in bucket 8e when m is 2^63 (d a power of 2), else

@@ -41,6 +41,10 @@ struct hs_config {
 	bool floor;			/* empty programs at the same hooks: nothing recorded */
 	int hist;			/* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE */
 	char *calibration;		/* --calibration: the file's JSON text, or NULL */
+	/* --flight (flight.c): records kept per CPU (0: off), what triggers */
+	uint32_t flight_n;
+	uint64_t flight_over[HS_NDELAYS];	/* threshold + 1 ns; 0: none */
+	uint32_t flight_reasons[HS_FLIGHT_REASONS];	/* 0 ends the list */
 	int verbose;
 };
 
@@ -84,6 +88,15 @@ struct hs_backend {
 	 * HS_HIST_AGGREGATE none: returns their number) */
 	int (*stop)(struct hs_backend *b, hs_record_cb cb, void *ctx);
 	void (*close)(struct hs_backend *b);
+	/* --flight; NULL: this backend has none. flight_poll: the counts summed
+	 * over CPUs, and 1 with *t the trigger that fired since the last re-arm
+	 * (0: none); rearm: ready for the next one. flight_copy: freezes the
+	 * rings, waits for running programs, points *e at every CPU's entries
+	 * (*n of them, empty ones included) and lets the rings go on */
+	int (*flight_poll)(struct hs_backend *b, struct hs_flight_trigger *t,
+			   struct hs_flight_cpu *sum);
+	void (*flight_rearm)(struct hs_backend *b);
+	int (*flight_copy)(struct hs_backend *b, const struct hs_flight_entry **e, size_t *n);
 	void *priv;
 	/* written by open, for the file header: the probes in stage order, and
 	 * the backend's own sizes as one JSON object ("backend_info") */

@@ -47,6 +47,8 @@ struct ebpf {
 	struct hs_hist_set *percpu_hist;	/* ncpu values: one series */
 	struct hs_hist_set *hist_sum;	/* one series summed */
 	int sync_outer, sync_inner;	/* the map-in-map pair of synchronize() */
+	struct hs_flight_entry *flight;	/* --flight: every CPU's entries, as copied */
+	struct hs_flight_cpu *percpu_flight;	/* ncpu values */
 	struct hs_config *cfg;
 	hs_record_cb cb;
 	void *cb_ctx;
@@ -200,6 +202,12 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_wakeup_bytes = cfg->ringbuf_bytes / 4;
 	s->rodata->cfg_floor = cfg->floor;
 	s->rodata->cfg_hist = cfg->hist;
+	s->rodata->cfg_flight_n = cfg->flight_n;
+	memcpy((void *)s->rodata->cfg_flight_over, cfg->flight_over, sizeof(cfg->flight_over));
+	memcpy((void *)s->rodata->cfg_flight_reasons, cfg->flight_reasons,
+	       sizeof(cfg->flight_reasons));
+	if (cfg->flight_n)
+		bpf_map__set_max_entries(s->maps.flight, cfg->flight_n);
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		e->in_pos[i] = cfg->ifaces[i].is_in ? nin++ : -1;
 		e->out_pos[i] = cfg->ifaces[i].is_out ? nout++ : -1;
@@ -355,7 +363,12 @@ static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 	e->percpu_cost = calloc(e->ncpu, sizeof(*e->percpu_cost));
 	e->percpu_hist = calloc(e->ncpu, sizeof(*e->percpu_hist));
 	e->hist_sum = malloc(sizeof(*e->hist_sum));
-	if (!e->percpu || !e->percpu_cost || !e->percpu_hist || !e->hist_sum)
+	if (cfg->flight_n) {
+		e->flight = calloc((size_t)cfg->flight_n * e->ncpu, sizeof(*e->flight));
+		e->percpu_flight = calloc(e->ncpu, sizeof(*e->percpu_flight));
+	}
+	if (!e->percpu || !e->percpu_cost || !e->percpu_hist || !e->hist_sum ||
+	    (cfg->flight_n && (!e->flight || !e->percpu_flight)))
 		return -ENOMEM;
 	err = synchronize_init(e);
 	if (err) {
@@ -759,6 +772,69 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 	return inflight;
 }
 
+static int ebpf_flight_poll(struct hs_backend *b, struct hs_flight_trigger *t,
+			    struct hs_flight_cpu *sum)
+{
+	struct ebpf *e = b->priv;
+	volatile struct hs_flight_trigger *k = &e->skel->bss->hs_flight_trig;
+	__u32 zero = 0;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.flight_cpu), &zero, e->percpu_flight))
+		return errno ? -errno : -EIO;
+	memset(sum, 0, sizeof(*sum));
+	for (int c = 0; c < e->ncpu; c++) {
+		sum->pos += e->percpu_flight[c].pos;
+		sum->triggers += e->percpu_flight[c].triggers;
+		sum->not_kept += e->percpu_flight[c].not_kept;
+	}
+	t->ns = k->ns;
+	if (!t->ns)
+		return 0;
+	/* the program wrote the rest before ns */
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+	t->what = k->what;
+	t->value = k->value;
+	t->seq = k->seq;
+	return 1;
+}
+
+static void ebpf_flight_rearm(struct hs_backend *b)
+{
+	struct ebpf *e = b->priv;
+
+	e->skel->bss->hs_flight_trig.ns = 0;
+	__atomic_store_n(&e->skel->bss->hs_flight_claim, 0, __ATOMIC_RELEASE);
+}
+
+/* the freeze lasts one RCU grace period and one batch read per 4096 entries */
+static int ebpf_flight_copy(struct hs_backend *b, const struct hs_flight_entry **out, size_t *n)
+{
+	struct ebpf *e = b->priv;
+	int fd = bpf_map__fd(e->skel->maps.flight), err;
+	__u32 in, next, got, total = 0, want = e->cfg->flight_n, keys[4096];
+	void *at = NULL;
+
+	__atomic_store_n(&e->skel->bss->hs_flight_frozen, 1, __ATOMIC_SEQ_CST);
+	err = synchronize(e);
+	while (!err && total < want) {
+		LIBBPF_OPTS(bpf_map_batch_opts, o);
+
+		got = want - total < 4096 ? want - total : 4096;
+		if (bpf_map_lookup_batch(fd, at, &next, keys, e->flight + (size_t)total * e->ncpu,
+					 &got, &o) && errno != ENOENT)
+			err = -errno;
+		total += got;
+		in = next;
+		at = &in;
+		if (!got)
+			break;
+	}
+	__atomic_store_n(&e->skel->bss->hs_flight_frozen, 0, __ATOMIC_SEQ_CST);
+	*out = e->flight;
+	*n = (size_t)total * e->ncpu;
+	return err;
+}
+
 static void ebpf_close(struct hs_backend *b)
 {
 	struct ebpf *e = b->priv;
@@ -774,6 +850,8 @@ static void ebpf_close(struct hs_backend *b)
 	free(e->percpu_cost);
 	free(e->percpu_hist);
 	free(e->hist_sum);
+	free(e->flight);
+	free(e->percpu_flight);
 	hs_backend_free(b);
 }
 
@@ -789,6 +867,9 @@ struct hs_backend *hs_backend_ebpf(void)
 		.follow = ebpf_follow,
 		.stop = ebpf_stop,
 		.close = ebpf_close,
+		.flight_poll = ebpf_flight_poll,
+		.flight_rearm = ebpf_flight_rearm,
+		.flight_copy = ebpf_flight_copy,
 	};
 	struct hs_backend *b = hs_backend_new(&ops, sizeof(struct ebpf));
 	struct ebpf *e;

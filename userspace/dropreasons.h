@@ -6,5 +6,8 @@
 
 /* "drop_reasons": {"NUMBER": "NAME", ...} of the running kernel, or null */
 void hs_drop_reasons_json(struct js *j);
+/* the number of the kernel's drop reason NAME (SKB_DROP_REASON_ optional,
+ * any case); -1: no such reason, -2: this kernel names none (no BTF) */
+long hs_drop_reason_value(const char *name);
 
 #endif

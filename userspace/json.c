@@ -209,6 +209,22 @@ void js_append(struct js *j, const char *text)
 	put(j, text, strlen(text));
 }
 
+void js_reopen(struct js *j, const char *object)
+{
+	size_t n = strlen(object), open = strspn(object, " \t\n");
+
+	while (n > open && object[n - 1] != '}')
+		n--;
+	if (n <= open)
+		return;
+	put(j, object, n - 1);
+	/* a member before the close: the next one needs its comma */
+	n--;
+	while (n > open && strchr(" \t\n", object[n - 1]))
+		n--;
+	j->need_comma = n - open > 1;
+}
+
 const char *js_text(const struct js *j)
 {
 	return j->oom ? NULL : (j->buf ? j->buf : "");

@@ -25,6 +25,8 @@ void js_i64(struct js *j, const char *key, int64_t val);
 void js_bool(struct js *j, const char *key, int val);
 void js_raw(struct js *j, const char *key, const char *json);	/* already JSON */
 void js_append(struct js *j, const char *text);	/* text as it is: a plain growable string */
+/* object (one JSON object's text) without its closing brace, for more members */
+void js_reopen(struct js *j, const char *object);
 const char *js_text(const struct js *j);	/* NULL if memory ran out */
 int js_utf8_valid(const char *s);	/* 1 when s is well-formed UTF-8 */
 /* the length of s cut to at most max bytes without splitting a UTF-8 character */

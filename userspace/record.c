@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "backend.h"
+#include "flight.h"
 #include "ifaces.h"
 #include "ifwatch.h"
 #include "netns.h"
@@ -25,6 +26,7 @@ struct opts {
 	const char *in, *out, *output, *backend, *xdp_mode, *calibration, *snapshot;
 	double duration;
 	double counters_every;	/* seconds between COUNTERS chunks */
+	struct hs_flight_opts flight;
 	uint64_t count;
 	int quiet;
 	int ready_fd;		/* -1: none */
@@ -55,6 +57,10 @@ static const char doc[] =
 "      with the probe floor `hopscope calibrate -o cal.json` measured\n"
 "  hopscope record -n router -i r-s1 -O r-rx -d 3600 --aggregate -o hour.hsr\n"
 "      an hour of delay histograms by TOS and output, no record per packet\n"
+"  hopscope record -n router -i r-s1 -O r-rx --aggregate -o day.hsr \\\n"
+"      --flight 4096 --flight-trigger 'd_oq>500us' --flight-after 50ms\n"
+"      always on; an output queue wait over 500 us (or SIGUSR1) writes the last\n"
+"      4096 packets' records to flight-TIME-K.hsr beside day.hsr\n"
 "  hopscope describe run.hsr\n"
 "      what was recorded: counts, delays, counters, problems, error budget\n"
 "\n"
@@ -247,6 +253,10 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case ARGP_KEY_ARG:
 		argp_error(state, "unexpected argument '%s'", arg);
 		break;
+	case ARGP_KEY_INIT:	/* the --flight options' parser (flight_opts.c) */
+		o->flight.cfg = &o->cfg;
+		state->child_inputs[0] = &o->flight;
+		break;
 	case ARGP_KEY_END:
 		if (!o->in || !o->out || !o->output)
 			argp_error(state, "--in, --out and --output are required");
@@ -352,6 +362,7 @@ static struct hs_backend *pick_backend(const char *name)
 struct run {
 	struct hs_writer w;
 	struct hs_backend *b;
+	struct hs_flight *flight;	/* --flight, or NULL */
 	uint64_t counters[HS_C_NCOUNTERS];
 	struct hs_cost cost[HS_NSTAGES];	/* when the backend samples it */
 	int err;
@@ -392,18 +403,19 @@ static int on_record(void *ctx, const struct hs_record *r)
 	return err;
 }
 
-static char *counters_json(struct run *run, const char *stop_reason)
+/* w: the file the chunk is for, the run's or a flight dump's */
+static char *counters_json(struct run *run, struct hs_writer *w, const char *stop_reason)
 {
 	struct js j;
 	char *out;
 
 	struct hs_userspace_counts u = {
-		.by_status = run->w.by_status,
-		.records = run->w.written + run->w.nbuf,
-		.flows = run->w.flows.n,
-		.flow_overflow = run->w.flows.overflow,
-		.t4_unseen = run->w.t4_unseen,
-		.not_stored = run->w.not_stored,
+		.by_status = w->by_status,
+		.records = w->written + w->nbuf,
+		.flows = w->flows.n,
+		.flow_overflow = w->flows.overflow,
+		.t4_unseen = w->t4_unseen,
+		.not_stored = w->not_stored,
 	};
 
 	js_init(&j);
@@ -420,6 +432,8 @@ static char *counters_json(struct run *run, const char *stop_reason)
 	if (!strcmp(run->b->name, "ebpf"))
 		hs_ifaces_xdp_json(&j, run->cfg);
 	hs_ifwatch_json(&j, run->cfg);
+	if (run->flight)
+		hs_flight_json(run->flight, &j);
 	if (stop_reason)
 		js_str(&j, "stop_reason", stop_reason);
 	js_close(&j, '}');
@@ -437,6 +451,15 @@ static void snapshot(struct run *run, const char *counters_json, int final)
 		fprintf(stderr, "\nhopscope: WARNING: cannot write the snapshot %s: %s (will "
 			"retry every second; its readers see the last one written)\n",
 			run->snap.path, strerror(-run->snap.last_err));
+}
+
+/* a flight dump's END: the run's counters now, the dump's records */
+static char *flight_end_json(void *ctx, struct hs_writer *w)
+{
+	struct run *run = ctx;
+
+	read_counters(run, 0);
+	return counters_json(run, w, "flight_dump");
 }
 
 static double now_s(void)
@@ -525,7 +548,7 @@ static int record_loop(struct run *run, struct opts *o)
 		if (t - last_read >= 1.0) {
 			hs_ifwatch(run->cfg, run->b);
 			read_counters(run, 0);
-			js = counters_json(run, NULL);
+			js = counters_json(run, &run->w, NULL);
 			snapshot(run, js, 0);
 			if (t - last_flush >= o->counters_every) {
 				run->err = hs_writer_flush(&run->w, js);
@@ -546,13 +569,20 @@ static int record_loop(struct run *run, struct opts *o)
 			reason = "count";
 			break;
 		}
+		if (run->flight)
+			hs_flight_tick(run->flight, 0);
 	}
 	if (run->err)
 		reason = "error";
+	/* a trigger still waiting for --flight-after: dumped while the probes run */
+	if (run->flight)
+		hs_flight_tick(run->flight, 1);
 	int inflight = run->b->stop(run->b, on_record, run);
 
 	read_counters(run, 1);
-	js = counters_json(run, reason);
+	if (run->flight)	/* its counts as the stop left them, for END */
+		hs_flight_tick(run->flight, 1);
+	js = counters_json(run, &run->w, reason);
 	snapshot(run, js, 1);
 	/* after a write error too: the writer cut the file back to whole chunks,
 	 * and the END chunk says how many records it could not store */
@@ -563,6 +593,8 @@ static int record_loop(struct run *run, struct opts *o)
 	}
 	free(js);
 	summary(run, o->output, reason, now_s() - start);
+	if (run->flight && hs_flight_summary(run->flight))
+		run->err = run->err ?: -EIO;
 	if (inflight > 0 && (uint64_t)inflight > run->w.t4_unseen)
 		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "
 			"(status inflight)\n", (unsigned long long)(inflight - run->w.t4_unseen));
@@ -599,7 +631,8 @@ static void tell_ready(int fd)
 
 int hs_cmd_record(int argc, char **argv)
 {
-	struct argp argp = { options, parse_opt, NULL, doc };
+	struct argp_child children[] = { { &hs_flight_argp }, {} };
+	struct argp argp = { options, parse_opt, NULL, doc, children };
 	struct opts o = {
 		.cfg = {
 			.stages = HS_STAGES_CORE,
@@ -609,6 +642,7 @@ int hs_cmd_record(int argc, char **argv)
 		},
 		.backend = "auto",
 		.xdp_mode = "auto",
+		.flight = { .max_dumps = 100 },
 		.ready_fd = -1,
 		.counters_every = 1.0,
 	};
@@ -661,9 +695,24 @@ int hs_cmd_record(int argc, char **argv)
 	hs_clocks_now(&start);
 	js_init(&header);
 	hs_runmeta_header(&header, &o.cfg, run.b, &start, &clock, argc, argv);
-	if (!js_text(&header) || hs_writer_open(&run.w, o.output, js_text(&header)) ||
+	if (o.cfg.flight_n && js_text(&header)) {
+		struct js with;
+
+		js_init(&with);
+		js_reopen(&with, js_text(&header));
+		hs_flight_config_json(&with, &o.flight);
+		js_close(&with, '}');
+		js_free(&header);
+		header = with;
+		run.flight = js_text(&header) ?
+			hs_flight_new(&o.flight, &o.cfg, run.b, js_text(&header), o.output,
+				      start.mono_to_real_ns, flight_end_json, &run) : NULL;
+	}
+	if (!js_text(&header) || (o.cfg.flight_n && !run.flight) ||
+	    hs_writer_open(&run.w, o.output, js_text(&header)) ||
 	    (o.snapshot && !(run.snap.header = strdup(js_text(&header))))) {
 		js_free(&header);
+		hs_flight_free(run.flight);
 		hs_writer_free(&run.w);
 		run.b->close(run.b);
 		return 1;
@@ -677,6 +726,7 @@ int hs_cmd_record(int argc, char **argv)
 		tell_ready(o.ready_fd);
 	err = record_loop(&run, &o);
 	free(run.snap.header);
+	hs_flight_free(run.flight);
 	hs_writer_free(&run.w);
 	run.b->close(run.b);
 	hs_clock_facts_free(&clock);

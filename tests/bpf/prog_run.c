@@ -11,6 +11,7 @@
 #include <sys/mman.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "hopscope.h"	/* before the skeleton: its .bss has hopscope.h's structs */
 #include "hopscope.skel.h"
 #include "runmeta.h"
 

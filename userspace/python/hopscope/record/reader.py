@@ -362,7 +362,8 @@ def _kind(v):
 _HEADER_STR = ("format", "tracer_version", "backend", "command", "hostname", "clocksource")
 _HEADER_INT = ("version", "start_realtime_ns", "start_monotonic_ns", "mono_to_realtime_ns",
                "slots_per_cpu", "ringbuf_bytes", "record_size")
-_HEADER_OBJ = ("kernel", "cpu", "netns", "backend_info", "record_flags", "drop_reasons")
+_HEADER_OBJ = ("kernel", "cpu", "netns", "backend_info", "record_flags", "drop_reasons",
+               "flight", "flight_dump")
 
 
 def check_header(h):

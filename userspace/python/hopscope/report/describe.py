@@ -75,6 +75,7 @@ def describe(df):
                                               if isinstance(q, dict)))
         detail = ", ".join(detail)
         out.append(("interface", f"{i.get('name', '?')} ({i.get('role', '?')}): {detail}"))
+    out += flight_lines(h, a.get("counters"))
     out.append(("stages", " ".join(h.get("stages") or ())))
     out += [("hook", str(k)) for k in hooks(h)]
     if len(df):
@@ -119,6 +120,43 @@ def describe(df):
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
     return out
+
+
+def flight_lines(h, counters):
+    """What a flight dump is (its trigger, when, which packet), or what a
+    run's flight recorder did (record --flight, docs/record-format.md)."""
+    d, cfg = h.get("flight_dump"), h.get("flight") or {}
+    out = []
+    if isinstance(d, dict):
+        why = d.get("trigger", "?")
+        if "delay_ns" in d:
+            why += f" ({d.get('delay', '?')} {_us(d['delay_ns'])}, packet seq {d.get('trigger_seq')})"
+        elif "drop_reason" in d:
+            names = h.get("drop_reasons") if isinstance(h.get("drop_reasons"), dict) else {}
+            why += (f" (reason {names.get(str(d['drop_reason']), d['drop_reason'])}, packet "
+                    f"seq {d.get('trigger_seq')})")
+        out.append(("flight", f"FLIGHT DUMP {d.get('index', '?')}: trigger {why} at "
+                              f"{_into_run(h, d.get('trigger_ns'))} s into the run; the last "
+                              f"{d.get('records', '?')} records before the freeze at "
+                              f"{_into_run(h, d.get('frozen_ns'))} s "
+                              f"({d.get('triggers', '?')} triggers by then; the rings kept "
+                              f"{d.get('records_per_cpu', '?')} per CPU)"))
+    elif cfg:
+        f = (counters or {}).get("flight") or {}
+        out.append(("flight", f"recorder on: last {cfg.get('records', '?')} records, triggers "
+                              + ", ".join(map(str, cfg.get("triggers") or ()))
+                              + (f"; {f.get('dumps', 0)} dumps, {f.get('dumps_skipped', 0)} "
+                                 f"skipped, {f.get('triggers', 0)} triggers, "
+                                 f"{f.get('records_not_kept', 0)} records not kept (frozen)"
+                                 if f else "")))
+    return out
+
+
+def _into_run(h, ns):
+    """a monotonic instant as seconds into the run of header h"""
+    start = h.get("start_monotonic_ns")
+    return "?" if not isinstance(ns, int) or not isinstance(start, int) else \
+        f"{(ns - start) / 1e9:.3f}"
 
 
 def hist_lines(series, drops=None, reasons=None):
