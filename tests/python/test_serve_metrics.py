@@ -3,6 +3,7 @@ exposition of a constructed snapshot in both text formats, its classic
 buckets against the kernel's, and serve's answers and usage errors."""
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -148,3 +149,12 @@ def test_serves_503_when_stale_and_refuses_a_taken_port(tmp_path):
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # past the scrapes' TIME_WAIT
         s.bind(("127.0.0.1", int(port)))
         s.listen()
+
+
+def test_docs_table_names_every_metric_and_no_other():
+    with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
+        table = f.read().split("## Every metric", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(hopscope_[a-z_]+)` \| (\w+)", table, re.M))
+    assert documented == {(name, kind) for name, (kind, *_) in metrics.FAMILIES.items()}
+    info_labels = re.search(r"^\| `hopscope_run` \|[^|]*\| ([^|]*)\|", table, re.M).group(1)
+    assert re.findall(r"`(\w+)`", info_labels) == list(metrics.RUN_LABELS)
