@@ -240,3 +240,22 @@ def test_recorder_usage_error_is_serves(procs, tmp_path):
     p, _ = serve(procs, "--", "-n", "hst-sv-none", "-i", "x", "-O", "y", "--no-such-option")
     assert p.wait(timeout=60) == 2, p.log.read_text()
     assert "no-such-option" in p.log.read_text()
+
+
+def test_recorder_ends_with_a_killed_serve(tb, procs, tmp_path):
+    """kill -9 of serve: the kernel hands its recorder SIGTERM, and the
+    recorder's links leave the router with it"""
+    tb.up()
+    ipv4_only()
+    snap = tmp_path / "live.json"
+    sv, _ = serve(procs, "--snapshot", str(snap), "--", "-n", livebed.P + "router",
+                  "-i", "r-s1", "-O", "r-rx")
+    assert wait_for(snap.exists, timeout=60), sv.log.read_text()
+    recorder_running = lambda: subprocess.run(["pgrep", "-f", f"record -q --snapshot {snap}"],
+                                              capture_output=True).returncode == 0
+    assert recorder_running()
+    sv.kill()
+    sv.wait()
+    assert wait_for(lambda: not recorder_running(), timeout=60)
+    assert wait_for(lambda: not any(livebed.net_show().get(k) for k in ("xdp", "tc")),
+                    timeout=30), livebed.net_show()
