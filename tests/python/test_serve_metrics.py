@@ -75,7 +75,7 @@ def test_both_formats_are_strict_and_name_every_metric(tmp_path):
     info = next(l for n, l, _ in om["hopscope_run"]["samples"])
     assert info == {"netns": "router", "inputs": "r-s1,r-s2", "outputs": "r-rx",
                     "backend": "ebpf", "hostname": 'r"1', "version": "0.1.0", "kernel": "6.18",
-                    "histograms": "aggregate", "sampling": "1"}
+                    "histograms": "aggregate", "sampling": "off"}
 
 
 def test_classic_buckets_are_sums_of_the_kernels(tmp_path):

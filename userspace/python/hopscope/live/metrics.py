@@ -17,9 +17,9 @@ CLASSIC_STEP = 4    # 2^(1/2) between two bounds: le = 2^(k/2) ns
 CLASSIC_FIRST = 48  # 2^6 = 64 ns, below every probe's own cost
 CLASSIC = tuple(range(CLASSIC_FIRST, hist.NBUCKETS, CLASSIC_STEP))  # native indices, 64 ns..2^34 ns
 
-# The run's metadata as the info metric's labels: name -> how to read it
-# from the header. `sampling` is the place for 1-in-N packet sampling: "1"
-# (every packet) for as long as the recorder writes no sampling factor.
+# The run's metadata as the info metric's labels (_run_labels reads them
+# from the header). `sampling` is the place for packet sampling: the
+# header's sampling mode, "off" (every packet counts) while it has none.
 RUN_LABELS = ("netns", "inputs", "outputs", "backend", "hostname", "version", "kernel",
               "histograms", "sampling")
 
@@ -108,13 +108,17 @@ def _histogram(s):
 
 
 def _run_labels(h):
+    """as strings, whatever a header of another version holds there"""
     ifs = h.get("interfaces") or []
-    names = lambda role: ",".join(i.get("name", "") for i in ifs if i.get("role") == role)
-    return {"netns": (h.get("netns") or {}).get("name") or "", "inputs": names("in"),
-            "outputs": names("out"), "backend": h.get("backend", ""),
-            "hostname": h.get("hostname", ""), "version": h.get("tracer_version", ""),
-            "kernel": (h.get("kernel") or {}).get("release", ""),
-            "histograms": h.get("histograms", "off"), "sampling": str(h.get("sampling", 1))}
+    names = lambda role: ",".join(str(i.get("name", "")) for i in ifs if i.get("role") == role)
+    part = lambda key, sub, default: (h.get(key) if isinstance(h.get(key), dict) else {}).get(
+        sub, default)
+    labels = {"netns": part("netns", "name", ""), "inputs": names("in"),
+              "outputs": names("out"), "backend": h.get("backend", ""),
+              "hostname": h.get("hostname", ""), "version": h.get("tracer_version", ""),
+              "kernel": part("kernel", "release", ""), "histograms": h.get("histograms", "off"),
+              "sampling": part("sampling", "mode", "off")}
+    return {k: "" if v is None else str(v) for k, v in labels.items()}
 
 
 OPENMETRICS = "application/openmetrics-text; version=1.0.0; charset=utf-8"

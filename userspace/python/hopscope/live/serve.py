@@ -198,10 +198,15 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             self._problem(str(e))
             self._send(503, "text/plain; charset=utf-8", f"hopscope serve: {e}\n")
             return
-        self._problem(None)
         om = "application/openmetrics-text" in self.headers.get("Accept", "")
-        self._send(200, metrics.OPENMETRICS if om else metrics.PROMETHEUS,
-                   metrics.text(snap, now, openmetrics=om))
+        try:
+            body = metrics.text(snap, now, openmetrics=om)
+        except Exception as e:  # noqa: BLE001 - a 500 and a line, never a traceback
+            self._problem(f"internal error, please report it: {type(e).__name__}: {e}")
+            self._send(500, "text/plain; charset=utf-8", f"hopscope serve: {self.server.problem}\n")
+            return
+        self._problem(None)
+        self._send(200, metrics.OPENMETRICS if om else metrics.PROMETHEUS, body)
 
     def _problem(self, why):
         """said on stderr when the answer turns to 503 and back, not at every scrape"""
