@@ -92,10 +92,9 @@ def run(args, parser):
         except snapshot.SnapshotError as e:
             print(f"hopscope serve: {e}", file=sys.stderr)
             return 1
-    stop = threading.Event()
     tmp = tempfile.mkdtemp(prefix="hopscope-serve-") if args.record else None
     try:
-        path = args.snapshot or (os.path.join(tmp, "snapshot.json") if tmp else None)
+        path = args.snapshot or os.path.join(tmp, "snapshot.json")
         try:
             server = _server(args.listen, path, args.stale)
         except OSError as e:
@@ -107,6 +106,7 @@ def run(args, parser):
             print(f"hopscope serve: {_url(server.server_address)}/metrics serves {path}",
                   file=sys.stderr, flush=True)
             if not args.record:
+                stop = threading.Event()
                 _on_signals(lambda sig: stop.set())
                 stop.wait()
                 status = 0
