@@ -29,7 +29,7 @@ esac
 
 # --- 1. Debian's packages ---------------------------------------------------
 stamp=/var/lib/hopscope-deps.stamp
-want=9
+want=10
 if [ "$FORCE" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 	bp=/etc/apt/sources.list.d/bookworm-backports.list
 	[ -f "$bp" ] || echo 'deb http://deb.debian.org/debian bookworm-backports main' > "$bp"
@@ -41,6 +41,24 @@ if [ "$FORCE" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; th
 		python3 python3-venv poppler-utils man-db openjdk-17-jre-headless \
 		qemu-system-x86 busybox-static cpio xz-utils kmod
 	apt-get install -y -q --no-install-recommends -t bookworm-backports libbpf-dev bpftool
+	# prometheus: tests/e2e/test_serve.py starts its own on loopback. Debian's
+	# package starts and enables a service on :9090; no policy-rc.d here means
+	# none keeps it from starting, so one is put in place for the install, and
+	# the service is disabled (stopped where systemd runs) after it
+	if ! dpkg -s prometheus >/dev/null 2>&1; then
+		rc=/usr/sbin/policy-rc.d
+		own=0
+		[ -e "$rc" ] || { printf '#!/bin/sh\nexit 101\n' > "$rc"; chmod 755 "$rc"; own=1; }
+		apt-get install -y -q --no-install-recommends prometheus || { [ "$own" = 0 ] || rm -f "$rc"; exit 1; }
+		[ "$own" = 0 ] || rm -f "$rc"
+		if [ -d /run/systemd/system ]; then
+			systemctl disable --now prometheus.service
+		elif command -v systemctl >/dev/null 2>&1; then
+			systemctl disable prometheus.service  # works offline, SysV links too
+		else
+			update-rc.d prometheus disable
+		fi
+	fi
 	# The kernel module (make kmod, make kmod-test) builds against Debian's 6.1 and
 	# 6.12 headers; testbed/qemu fetches the matching images itself. INITRD=No: no
 	# initramfs for kernels that are never booted here (saves about a minute).
