@@ -6,10 +6,8 @@ Ctrl-C. Then the generators' logs are decoded and, with a record file, joined
 to the records (truth.py). The folder gets run.hsr, the generator logs and
 tables, scenario.toml and metadata.json (traffic/README.md).
 """
-import ctypes
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -17,6 +15,7 @@ import sys
 import time
 
 from ..files import read_text, write_json
+from ..live.proc import end_with_parent, read_line
 from .collect import collect
 from .counters import Counters
 from .generators import ditg, iperf
@@ -99,7 +98,7 @@ class _Run:
         with open(self.path(stdout), "wb") as out, open(self.path(f"{name}.stderr"), "wb") as err:
             p = subprocess.Popen(cmd, stdout=out, stderr=err, stdin=stdin,
                                  env=dict(os.environ, **(env or {})),
-                                 preexec_fn=_end_with_parent(os.getpid()))
+                                 preexec_fn=end_with_parent(os.getpid()))
         self.procs.append((name, p))
         return p
 
@@ -188,12 +187,12 @@ class _Run:
             with open(self.path("recorder.stderr"), "wb") as err:
                 p = subprocess.Popen(["taskset", "-c", str(cpu), *argv], stdout=subprocess.DEVNULL,
                                      stderr=err, stdin=subprocess.DEVNULL, pass_fds=(ready_w,),
-                                     preexec_fn=_end_with_parent(os.getpid()))
+                                     preexec_fn=end_with_parent(os.getpid()))
             self.procs.append(("recorder", p))
             self.recorder = p
             os.close(ready_w)
             ready_w = None
-            line = _read_line(ready_r, READY_S)
+            line = read_line(ready_r, READY_S)
         finally:
             os.close(ready_r)
             if ready_w is not None:
@@ -302,35 +301,6 @@ class _Run:
             self.teardown()
         except Exception as e:  # noqa: BLE001 - reported, the original error wins
             self.meta["warnings"].append(f"cleanup: {e}")
-
-
-def _end_with_parent(parent):
-    """A preexec_fn: the child gets SIGTERM when this process ends, however it ends
-    (kill -9 included), so no recorder or generator outlives its run. The recorder
-    ends cleanly on SIGTERM (links detached, file closed); `ip netns exec` and
-    taskset exec without forking, so the setting reaches the program itself."""
-    libc = ctypes.CDLL(None, use_errno=True)
-
-    def preexec():
-        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:     # the parent ended before prctl took effect
-            os.kill(os.getpid(), signal.SIGTERM)
-    return preexec
-
-
-def _read_line(fd, timeout):
-    """What fd gives up to its first newline or end of file (b"" at once at end
-    of file); None if that takes longer than timeout seconds."""
-    got, end = b"", time.monotonic() + timeout
-    while not got.endswith(b"\n"):
-        left = end - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
-            return None
-        chunk = os.read(fd, 64)
-        if not chunk:
-            break
-        got += chunk
-    return got
 
 
 def _listening(ns_exec, port):

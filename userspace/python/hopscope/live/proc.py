@@ -1,0 +1,36 @@
+"""Children a command starts and must not outlive it: the recorder that
+`hopscope top` runs, a scenario's recorder and generators (traffic/run.py)."""
+import ctypes
+import os
+import select
+import signal
+import time
+
+
+def end_with_parent(parent):
+    """A preexec_fn: the child gets SIGTERM when this process ends, however it ends
+    (kill -9 included), so no recorder or generator outlives its run. The recorder
+    ends cleanly on SIGTERM (links detached, file closed); `ip netns exec` and
+    taskset exec without forking, so the setting reaches the program itself."""
+    libc = ctypes.CDLL(None, use_errno=True)
+
+    def preexec():
+        libc.prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:     # the parent ended before prctl took effect
+            os.kill(os.getpid(), signal.SIGTERM)
+    return preexec
+
+
+def read_line(fd, timeout):
+    """What fd gives up to its first newline or end of file (b"" at once at end
+    of file); None if that takes longer than timeout seconds."""
+    got, end = b"", time.monotonic() + timeout
+    while not got.endswith(b"\n"):
+        left = end - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 64)
+        if not chunk:
+            break
+        got += chunk
+    return got
