@@ -25,6 +25,8 @@ SUBCOMMANDS = {
     "report": ("hopscope.report.pdf", "a PDF report of one or more runs: tables and the paper's figures"),
     "paper": ("hopscope.report.paper",
               "the paper's claims (Sec. IV-D, IV-E) checked on campaigns, Figs. 4-12 redrawn"),
+    "top": ("hopscope.live.top",
+            "a running router's packets/s, delays, drops and tracer losses, every second"),
     "campaign": ("hopscope.traffic.campaign",
                  "run every condition of a scenario x its repetitions, resumable; summary"),
     "throughput": ("hopscope.traffic.throughput",

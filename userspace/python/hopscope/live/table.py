@@ -16,7 +16,7 @@ def lines(v, width=80):
         out.append(_state(r))
     out.append("pkts/s  " + "  ".join(f"{s['stage']} {_rate(s['per_s'])}" for s in v["stages"]))
     out.append("")
-    out.append(f"{'delay':<10}{'count':>10}{'pkts/s':>9}{'p50<=':>10}{'p99<=':>10}"
+    out.append(f"{'delay':<12}{'count':>10}{'pkts/s':>9}{'p50<=':>10}{'p99<=':>10}"
                f"{'max<=':>10}{'mean':>10}")
     who = "all senders" if v["sender"] is None else f"tos {v['sender']}"
     for d in v["delays"]:
@@ -39,7 +39,7 @@ def lines(v, width=80):
 
 def _header(v, r):
     age = "" if r["age_s"] is None else f"  run {_duration(r['age_s'])}"
-    snap = "" if r["snapshot_age_s"] is None else f"  snap {r['snapshot_age_s']:.1f}s"
+    snap = "" if r["snapshot_age_s"] is None else f"  snap {r['snapshot_age_s']:.0f}s"
     sampled = ""
     if v["sampling"] and v["sampling"].get("mode", "off") != "off":  # record --sample
         sampled = f"  sampled {v['sampling']['mode']}"
@@ -64,7 +64,7 @@ def _state(r):
 
 
 def _row(name, s):
-    return (f"{name[:10]:<10}{s['count']:>10}{_rate(s['per_s']):>9}{_ns(s['p50_ns']):>10}"
+    return (f"{name[:12]:<12}{s['count']:>10}{_rate(s['per_s']):>9}{_ns(s['p50_ns']):>10}"
             f"{_ns(s['p99_ns']):>10}{_ns(s['max_ns']):>10}{_ns(s['mean_ns']):>10}")
 
 
