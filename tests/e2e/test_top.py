@@ -157,6 +157,7 @@ def test_screen_under_a_pty(tb):
     t = Pty([HOPSCOPE, "top", *own()])
     try:
         assert t.wait_for(f"{P}router  in r-s1,r-s2  out r-rx"), t.seen[-2000:]
+        assert t.wait_for("keys: s next sender"), t.seen[-2000:]
         two_senders()
         assert t.wait_for("tos 8 r-rx"), t.seen[-2000:]
         for key in "swsdw":

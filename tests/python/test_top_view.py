@@ -159,3 +159,13 @@ def test_no_histograms_says_so():
     v = view.view(h)
     assert v["delays"] == [] and v["by_sender"] == []
     assert any("--aggregate" in x for x in table.lines(v))
+
+
+def test_packet_sampling_is_shown_when_the_recorder_says():
+    """record --sample's setting (the header's "sampling") is passed on as it
+    is, and the header line says the run is sampled"""
+    s = snap(1, 10)
+    s.header["sampling"] = {"mode": "1/8"}
+    v = view.view(run(s))
+    assert v["sampling"] == {"mode": "1/8"} and "sampled 1/8" in table.lines(v)[0]
+    assert view.view(run(snap(1, 10)))["sampling"] is None

@@ -73,6 +73,7 @@ def _draw(scr, hist, choice, problem):
         rows = ["waiting for the recorder's first snapshot ..."]
     for y, line in enumerate(rows[:height - 1]):
         scr.addnstr(y, 0, line, width - 1)
-    if problem:
-        scr.addnstr(height - 1, 0, problem, width - 1, curses.A_REVERSE)
+    # the last line: what went wrong, else what the keys do
+    scr.addnstr(height - 1, 0, problem or table.KEYS, width - 1,
+                curses.A_REVERSE if problem else curses.A_NORMAL)
     scr.refresh()

@@ -6,7 +6,7 @@ import math
 
 from ..record import hist
 
-KEYS = "s sender  d delay  w window  q quit"
+KEYS = "keys: s next sender, d next delay, w next window, q quit"  # the screen's last line
 
 
 def lines(v, width=80):
@@ -53,7 +53,7 @@ def _choice(v):
     asked = "since start" if w["asked_s"] is None else f"{w['asked_s']} s"
     got = "" if w["seconds"] is None else f" ({w['seconds']:.1f} s)"
     who = "all" if v["sender"] is None else f"tos {v['sender']}"
-    return f"window {asked}{got}  sender {who}  delay {v['delay']}   [{KEYS}]"
+    return f"window {asked}{got}  sender {who}  delay {v['delay']}"
 
 
 def _state(r):

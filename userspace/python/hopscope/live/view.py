@@ -1,6 +1,6 @@
 """What `hopscope top` shows, computed from the snapshots of a run alone (no
 terminal, no clock but the one passed in), so it is testable and the same for
-the screen, `--once` and `--once --json` (docs/live.md lists the keys).
+the screen, `--once` and `--once --json` (docs/top.md lists the keys).
 
 History keeps the last KEEP_S seconds of snapshots; view() takes the window
 between the newest and the one about `window` seconds before it
