@@ -85,6 +85,8 @@ def run(args, parser):
             if code:  # its own words, now that the screen is gone
                 sys.stderr.write(err)
                 print(f"hopscope top: the recorder exited with status {code}", file=sys.stderr)
+            else:  # its summary is top's screen; what it warned of is not lost
+                sys.stderr.write("".join(x for x in err.splitlines(True) if "WARNING" in x))
     if rec and code:
         return 2 if code == 2 else 1
     return status
