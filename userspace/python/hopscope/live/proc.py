@@ -4,6 +4,7 @@ import ctypes
 import os
 import select
 import signal
+import subprocess
 import time
 
 
@@ -34,3 +35,24 @@ def read_line(fd, timeout):
             break
         got += chunk
     return got
+
+
+def start_attached(argv, timeout, **popen):
+    """Popen(argv --ready-fd N, **popen) of a `hopscope record` argv and what
+    it wrote on N: b"ready\n" once attached, b"" when it failed before, None
+    after timeout seconds. argv may start with a wrapper (taskset)."""
+    ready_r, ready_w = os.pipe()
+    try:
+        p = subprocess.Popen([*argv, "--ready-fd", str(ready_w)], pass_fds=(ready_w,), **popen)
+        os.close(ready_w)
+        ready_w = None
+        try:
+            return p, read_line(ready_r, timeout)
+        except BaseException:  # Ctrl-C while waiting: no recorder the caller cannot stop
+            p.kill()
+            p.wait()
+            raise
+    finally:
+        os.close(ready_r)
+        if ready_w is not None:
+            os.close(ready_w)

@@ -10,7 +10,7 @@ import subprocess
 import tempfile
 import time
 
-from .proc import end_with_parent, read_line
+from .proc import end_with_parent, start_attached
 
 READY_S = 60   # loading and attaching the probes; slow on a busy machine
 FIRST_S = 30   # its first snapshot, a second after it attached
@@ -54,24 +54,16 @@ class OwnRecorder:
             raise
 
     def _start(self, record_args):
-        ready_r, ready_w = os.pipe()
-        # ours first, so the user's -o wins; then theirs; the snapshot is ours
-        argv = [program(), "record", "--aggregate", "-q", "-o",
-                os.path.join(self.dir, "top.hsr"), *record_args,
-                "--snapshot", self.snapshot, "--ready-fd", str(ready_w)]
-        try:
-            with open(self.err_path, "wb") as err:
-                self.p = subprocess.Popen(argv, stdin=subprocess.DEVNULL,
+        # ours first, so the user's -o (or --counters-every) wins; then theirs;
+        # the snapshot is ours. A COUNTERS chunk a minute, not a second: top
+        # may run for days, and its file is only kept when -o asks for it
+        argv = [program(), "record", "--aggregate", "-q", "--counters-every", "60", "-o",
+                os.path.join(self.dir, "top.hsr"), *record_args, "--snapshot", self.snapshot]
+        with open(self.err_path, "wb") as err:
+            self.p, line = start_attached(argv, READY_S, stdin=subprocess.DEVNULL,
                                           stdout=subprocess.DEVNULL, stderr=err,
-                                          pass_fds=(ready_w,), start_new_session=True,
+                                          start_new_session=True,
                                           preexec_fn=end_with_parent(os.getpid()))
-            os.close(ready_w)
-            ready_w = None
-            line = read_line(ready_r, READY_S)
-        finally:
-            os.close(ready_r)
-            if ready_w is not None:
-                os.close(ready_w)
         if line != b"ready\n":
             why = f"not attached within {READY_S} s" if line is None else "it did not attach"
             raise RecorderError(f"the recorder failed: {why}\n{self.stderr()}".rstrip())
