@@ -114,7 +114,7 @@ class Pty:
 
     def __init__(self, argv, term="xterm"):
         self.master, slave = pty.openpty()
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+        self.resize(24, 80)
         # its own session, the terminal its controlling one: Ctrl-C is a SIGINT
         self.p = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave,
                                   env=dict(os.environ, TERM=term), start_new_session=True,
@@ -122,12 +122,13 @@ class Pty:
         os.close(slave)
         self.seen = b""
 
-    def wait_for(self, text, timeout=90):
-        """until text is on the screen (in what the program wrote)"""
+    def wait_for(self, text, timeout=90, since=0):
+        """until text is on the screen (in what the program wrote after the
+        first `since` bytes)"""
         end = time.monotonic() + timeout
-        while text.encode() not in self.seen and time.monotonic() < end:
+        while text.encode() not in self.seen[since:] and time.monotonic() < end:
             self.read(0.2)
-        return text.encode() in self.seen
+        return text.encode() in self.seen[since:]
 
     def read(self, wait):
         if select.select([self.master], [], [], wait)[0]:
@@ -135,6 +136,10 @@ class Pty:
                 self.seen += os.read(self.master, 65536)
             except OSError:  # the program has gone: no more to read
                 time.sleep(wait)
+
+    def resize(self, rows, cols):
+        """as a terminal window resized: the program gets SIGWINCH"""
+        fcntl.ioctl(self.master, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
 
     def send(self, keys):
         os.write(self.master, keys.encode())
@@ -163,6 +168,12 @@ def test_screen_under_a_pty(tb):
         for key in "swsdw":
             t.send(key)
             t.read(0.5)
+        mark = len(t.seen)
+        t.resize(12, 40)  # smaller than the view: drawn again, cut, not an error
+        assert t.wait_for("keys: s next sender", timeout=30, since=mark), t.seen[mark:]
+        mark = len(t.seen)
+        t.resize(24, 80)
+        assert t.wait_for("keys: s next sender", timeout=30, since=mark), t.seen[mark:]
         t.send("q")
     finally:
         code = t.end()
