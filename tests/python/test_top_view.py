@@ -147,7 +147,7 @@ def test_overflow_and_the_text_and_json_forms():
     v = view.view(h, now_ns=2 * S)
     t = v["delays"][0]
     assert t["max_ns"] == math.inf and t["overflow"] == 1 and t["p50_ns"] == hist.upper(80)
-    text = table.lines(v)
+    text = table.lines(v, width=1000)
     assert all(len(x) <= 80 and x.isascii() for x in text), text
     assert any("p99<=" in x for x in text) and any(">17.2s" in x for x in text), text
     out = json.loads(json.dumps(_finite(v), allow_nan=False))
@@ -169,3 +169,15 @@ def test_packet_sampling_is_shown_when_the_recorder_says():
     v = view.view(run(s))
     assert v["sampling"] == {"mode": "1/8"} and "sampled 1/8" in table.lines(v)[0]
     assert view.view(run(snap(1, 10)))["sampling"] is None
+
+
+def test_eighty_columns_hold_every_line_at_millions_of_packets():
+    big = [snap(i, 10**7 * i) for i in (1, 2)]
+    for s in big:
+        s.header["stages"].append("t0")
+        s.counters["counters"]["t0_pkts"] = s.counters["counters"]["xdp_pkts"]
+    v = view.view(run(*big), now_ns=2 * S)
+    assert [s["stage"] for s in v["stages"]][:2] == ["t0", "t1"]
+    text = table.lines(v, width=1000)
+    assert all(len(x) <= 80 for x in text), [x for x in text if len(x) > 80]
+    assert "t0 20.00M" in text[2] and "complete 20.00M" in text[3], text

@@ -5,6 +5,7 @@ bucket bounds a delay from above."""
 import math
 
 from ..record import hist
+from .view import OUTCOMES
 
 KEYS = "keys: s next sender, d next delay, w next window, q quit"  # the screen's last line
 
@@ -14,7 +15,10 @@ def lines(v, width=80):
     out = [_header(v, r), _choice(v)]
     if r["state"] != "live":
         out.append(_state(r))
-    out.append("pkts/s  " + "  ".join(f"{s['stage']} {_rate(s['per_s'])}" for s in v["stages"]))
+    # the stages, then what became of their packets: two lines fit 80 columns with t0
+    rates = [f"{s['stage']} {_rate(s['per_s'])}" for s in v["stages"]]
+    out.append("pkts/s  " + "  ".join(rates[:-len(OUTCOMES)]))
+    out.append("        " + "  ".join(rates[-len(OUTCOMES):]))
     out.append("")
     out.append(f"{'delay':<12}{'count':>10}{'pkts/s':>9}{'p50<=':>10}{'p99<=':>10}"
                f"{'max<=':>10}{'mean':>10}")
