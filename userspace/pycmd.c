@@ -53,6 +53,19 @@ static void use_own_package(void)
 	}
 }
 
+/* The Python commands that start a recorder (`hopscope top`) run this very
+ * program: the one that belongs to their package, wherever it is installed. */
+static void name_own_program(void)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	if (n <= 0)
+		return;
+	exe[n] = 0;
+	setenv("HOPSCOPE_PROGRAM", exe, 1);
+}
+
 int hs_exec_python(int argc, char **argv)
 {
 	const char *cmd = argv[1];
@@ -66,6 +79,7 @@ int hs_exec_python(int argc, char **argv)
 	 * on 10 M records (bench/analysis_stats.py); a user's own setting wins */
 	setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776", 0);
 	use_own_package();
+	name_own_program();
 	/* and not a hopscope/ in the current directory ahead of it (`python -m`
 	 * puts the current directory first; Python >= 3.11 reads this) */
 	setenv("PYTHONSAFEPATH", "1", 0);

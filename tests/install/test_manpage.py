@@ -88,7 +88,7 @@ def test_no_section_for_a_command_that_does_not_exist():
 
 
 @pytest.mark.parametrize("name", ["record", "export", "verify", "describe", "report",
-                                  "campaign", "throughput", "scenario", "serve"])
+                                  "campaign", "throughput", "scenario", "serve", "top"])
 def test_every_option_is_in_the_page(name):
     if name not in every_command():
         pytest.skip(f"no command {name}")

@@ -27,6 +27,8 @@ SUBCOMMANDS = {
               "the paper's claims (Sec. IV-D, IV-E) checked on campaigns, Figs. 4-12 redrawn"),
     "serve": ("hopscope.live.serve",
               "an OpenMetrics endpoint for Prometheus: a recorder's live snapshot"),
+    "top": ("hopscope.live.top",
+            "a running router's packets/s, delays, drops and tracer losses, every second"),
     "campaign": ("hopscope.traffic.campaign",
                  "run every condition of a scenario x its repetitions, resumable; summary"),
     "throughput": ("hopscope.traffic.throughput",

@@ -20,7 +20,7 @@ _STATUS_ROWS = {
     "other_out": ("other", "forwarded out of an interface that is not traced"),
 }
 # counter: (source, stage, what)
-_COUNTER_ROWS = (
+COUNTER_ROWS = (
     ("rb_fail", "tracer", None, "record lost: ring buffer full (any status)"),
     ("race", "tracer", None, "record discarded: slot reused while being copied"),
     ("prog_misses", "tracer", None, "probe runs the kernel skipped"),
@@ -63,7 +63,7 @@ def loss_table(df):
         sel = (status == name).to_numpy()
         rows += _status_rows(df, sel & ~stuck if name == "inflight" else sel, source, what)
     counters = ((df.attrs.get("counters") or {}).get("counters"))
-    for key, source, stage, what in _COUNTER_ROWS:
+    for key, source, stage, what in COUNTER_ROWS:
         n = None if counters is None else int(counters.get(key, 0))
         rows.append((source, stage, what, None, None, n))
     out = pd.DataFrame(rows, columns=COLUMNS)

@@ -22,7 +22,7 @@ import threading
 import time
 
 from . import metrics, snapshot
-from .recorder import HOPSCOPE, end_with_parent
+from .proc import HOPSCOPE, end_with_parent
 
 EPILOG = """\
 examples:

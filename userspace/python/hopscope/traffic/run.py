@@ -15,7 +15,7 @@ import sys
 import time
 
 from ..files import read_text, write_json
-from ..live.recorder import HOPSCOPE, end_with_parent, read_line
+from ..live.proc import HOPSCOPE, end_with_parent, start_attached
 from .collect import collect
 from .counters import Counters
 from .generators import ditg, iperf
@@ -177,25 +177,14 @@ class _Run:
                 "--ring", str(t["ring_mib"]), "--slots", str(t["slots"])]
         argv += ["--stages", ",".join(t["stages"])] if t["stages"] else []
         argv += [] if t["drops"] else ["--no-drops"]
-        # attached: the recorder writes "ready" on this pipe (--ready-fd), then
-        # closes it; end of file without it means it failed before
-        ready_r, ready_w = os.pipe()
-        argv += ["--ready-fd", str(ready_w)]
         self.meta["recorder"] = {"command": argv}
-        try:
-            with open(self.path("recorder.stderr"), "wb") as err:
-                p = subprocess.Popen(["taskset", "-c", str(cpu), *argv], stdout=subprocess.DEVNULL,
-                                     stderr=err, stdin=subprocess.DEVNULL, pass_fds=(ready_w,),
+        with open(self.path("recorder.stderr"), "wb") as err:
+            p, line = start_attached(["taskset", "-c", str(cpu), *argv], READY_S,
+                                     stdout=subprocess.DEVNULL, stderr=err,
+                                     stdin=subprocess.DEVNULL,
                                      preexec_fn=end_with_parent(os.getpid()))
-            self.procs.append(("recorder", p))
-            self.recorder = p
-            os.close(ready_w)
-            ready_w = None
-            line = read_line(ready_r, READY_S)
-        finally:
-            os.close(ready_r)
-            if ready_w is not None:
-                os.close(ready_w)
+        self.procs.append(("recorder", p))
+        self.recorder = p
         if line != b"ready\n":
             if line is None:
                 raise RunError(f"waited {READY_S} s for the recorder to attach")
