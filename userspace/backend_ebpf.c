@@ -152,6 +152,15 @@ static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
 	return 0;
 }
 
+static int ebpf_sample(struct hs_backend *b, uint32_t n)
+{
+	struct ebpf *e = b->priv;
+
+	/* .bss is mapped: the programs read the new value from their next packet */
+	e->skel->bss->hs_sample_n = n;
+	return 0;
+}
+
 static void autoload(struct hs_config *cfg, struct hopscope_bpf *s)
 {
 	bpf_program__set_autoload(s->progs.hs_arrival, cfg->stages & HS_STAGE_BIT(HS_T0));
@@ -176,6 +185,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_wakeup_bytes = cfg->ringbuf_bytes / 4;
 	s->rodata->cfg_floor = cfg->floor;
 	s->rodata->cfg_hist = cfg->hist;
+	s->bss->hs_sample_n = cfg->sample_n;
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		if (cfg->ifaces[i].is_in)
 			s->rodata->cfg_in_if[nin++] = cfg->ifaces[i].ifindex;
@@ -703,6 +713,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.counters = ebpf_counters,
 		.cost = ebpf_cost,
 		.hist = ebpf_hist,
+		.sample = ebpf_sample,
 		.stop = ebpf_stop,
 		.close = ebpf_close,
 	};
