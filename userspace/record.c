@@ -16,11 +16,13 @@
 #include "netns.h"
 #include "record.h"
 #include "runmeta.h"
+#include "sample.h"
 #include "writer.h"
 
 struct opts {
 	struct hs_config cfg;
 	const char *in, *out, *output, *backend, *xdp_mode, *calibration;
+	const char *sample;	/* --sample as given, NULL: not given */
 	double duration;
 	uint64_t count;
 	int quiet;
@@ -52,6 +54,10 @@ static const char doc[] =
 "      with the probe floor `hopscope calibrate -o cal.json` measured\n"
 "  hopscope record -n router -i r-s1 -O r-rx -d 3600 --aggregate -o hour.hsr\n"
 "      an hour of delay histograms by TOS and output, no record per packet\n"
+"  hopscope record -n router -i r-s1 -O r-rx -d 60 --aggregate --sample auto \\\n"
+"      --cpu-budget 5 -o s.hsr\n"
+"      histograms of a packet in N, N chosen each second so that the probes\n"
+"      take at most 5 % of a CPU (the file says N; counts are the traced ones)\n"
 "  hopscope describe run.hsr\n"
 "      what was recorded: counts, delays, counters, problems, error budget\n"
 "\n"
@@ -64,7 +70,7 @@ static const char doc[] =
 
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
-	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE,
+	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE, OPT_SAMPLE, OPT_CPU_BUDGET,
 };
 
 static const struct argp_option options[] = {
@@ -93,6 +99,11 @@ static const struct argp_option options[] = {
 	  "histograms by TOS and output, written with the counters (eBPF backend)" },
 	{ "aggregate", OPT_AGGREGATE, 0, 0, "histograms only: no record leaves the kernel, the "
 	  "file holds its header, counters and histograms (eBPF backend)" },
+	{ "sample", OPT_SAMPLE, "N|auto", 0, "trace one packet in N per CPU, drawn at random "
+	  "at t1 (1, the default: every packet); auto: N chosen each second to keep the probes "
+	  "within --cpu-budget (eBPF backend, not with t0)" },
+	{ "cpu-budget", OPT_CPU_BUDGET, "PCT", 0, "--sample auto: the share of one CPU, in %, "
+	  "the probes may take (0 < PCT <= 100)" },
 	{ "quiet", 'q', 0, 0, "no live line" },
 	{ "verbose", 'v', 0, 0, "libbpf debug output" },
 	{},
@@ -145,6 +156,12 @@ static int parse_stages(const char *arg, uint32_t *stages)
 	}
 	free(copy);
 	return err;
+}
+
+/* --sample other than 1: packets go untraced on purpose */
+static bool sampled(const struct hs_config *cfg)
+{
+	return cfg->sample_n > 1 || cfg->cpu_budget > 0;
 }
 
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
@@ -215,6 +232,28 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			o->cfg.hist = HS_HIST_RECORDS;
 		break;
 	case OPT_AGGREGATE: o->cfg.hist = HS_HIST_AGGREGATE; break;
+	case OPT_SAMPLE: {
+		unsigned long n;
+
+		o->sample = arg;
+		if (!strcmp(arg, "auto"))
+			break;
+		errno = 0;
+		n = strtoul(arg, &end, 10);
+		if (arg[0] < '0' || arg[0] > '9' || *end || errno || !n || n > HS_SAMPLE_MAX)
+			argp_error(state, "--sample takes auto or an integer from 1 to %u, not '%s'",
+				   HS_SAMPLE_MAX, arg);
+		o->cfg.sample_n = n;
+		break;
+	}
+	case OPT_CPU_BUDGET:
+		errno = 0;
+		o->cfg.cpu_budget = strtod(arg, &end);
+		if (end == arg || *end || errno || !isfinite(o->cfg.cpu_budget) ||
+		    o->cfg.cpu_budget <= 0 || o->cfg.cpu_budget > 100)
+			argp_error(state, "--cpu-budget is a percentage of one CPU, more than 0 and "
+				   "at most 100, not '%s'", arg);
+		break;
 	case OPT_CALIBRATION: o->calibration = arg; break;
 	case OPT_READY_FD: {
 		long fd = strtol(arg, &end, 10);
@@ -236,6 +275,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--floor records nothing: no --histograms or --aggregate");
 		if (o->cfg.hist && !strcmp(o->backend, "kmod"))
 			argp_error(state, "--histograms and --aggregate need the eBPF backend");
+		if ((o->sample && !strcmp(o->sample, "auto")) != (o->cfg.cpu_budget > 0))
+			argp_error(state, "--sample auto and --cpu-budget PCT go together");
+		if (sampled(&o->cfg) && o->cfg.floor)
+			argp_error(state, "--floor records nothing: no --sample");
+		if (sampled(&o->cfg) && !strcmp(o->backend, "kmod"))
+			argp_error(state, "--sample needs the eBPF backend");
+		/* t0 waits under the packet's key for an XDP that takes it: an
+		 * unsampled packet would leave its t0 to be taken by its twin */
+		if (sampled(&o->cfg) && (o->cfg.stages & HS_STAGE_BIT(HS_T0)))
+			argp_error(state, "--sample does not go with --stages t0 (t0 is taken "
+				   "before t1 decides whether a packet is traced)");
 		if (o->cfg.hist == HS_HIST_AGGREGATE && o->count)
 			argp_error(state, "--count counts records: --aggregate writes none "
 				   "(use --duration)");
@@ -338,6 +388,7 @@ struct run {
 	struct hs_cost cost[HS_NSTAGES];	/* when the backend samples it */
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
+	struct hs_sampling sampling;
 	const struct hs_clock_facts *clock;
 	const struct hs_config *cfg;
 };
@@ -398,8 +449,10 @@ static char *counters_json(struct run *run, const char *stop_reason)
 			run->counters_err = err;
 		}
 	}
-	if (!strcmp(run->b->name, "ebpf"))
+	if (!strcmp(run->b->name, "ebpf")) {
 		hs_ifaces_xdp_json(&j, run->cfg);
+		hs_sampling_json(&j, &run->sampling, run->counters);
+	}
 	if (stop_reason)
 		js_str(&j, "stop_reason", stop_reason);
 	js_close(&j, '}');
@@ -456,11 +509,31 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)run->counters[HS_C_RB_FAIL],
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
+	if (sampled(run->cfg))
+		fprintf(stderr, "hopscope: sampled: 1 packet in %u (%s), %llu of the %llu at t1 "
+			"traced; every count here is of the traced ones\n", run->sampling.n,
+			run->sampling.budget > 0 ? "auto, the last second's" : "fixed",
+			(unsigned long long)(run->counters[HS_C_XDP_PKTS] -
+					     run->counters[HS_C_UNSAMPLED]),
+			(unsigned long long)run->counters[HS_C_XDP_PKTS]);
 	if (run->cfg->hist == HS_HIST_AGGREGATE)
 		fprintf(stderr, "hopscope: --aggregate: no records; %llu complete packets, their "
 			"delays in the END chunk's histograms (hopscope describe %s)\n",
 			(unsigned long long)run->counters[HS_C_COMPLETE], path);
 	hs_clock_warn(run->clock);	/* again: the start's scrolled away */
+}
+
+/* --sample auto: N for the next second, from this one's rate and cost */
+static void resample(struct run *run, double t, int quiet)
+{
+	uint32_t n = hs_sampling_step(&run->sampling, t, run->counters, run->cost);
+
+	if (!n)
+		return;
+	run->b->sample(run->b, n);
+	if (!quiet)
+		fprintf(stderr, "\nhopscope: --sample auto: now 1 packet in %u (budget %g %% of "
+			"a CPU)\n", n, run->sampling.budget);
 }
 
 static int record_loop(struct run *run, struct opts *o)
@@ -488,6 +561,8 @@ static int record_loop(struct run *run, struct opts *o)
 		t = now_s();
 		if (t - last_flush >= 1.0) {
 			read_counters(run, 0);
+			if (!run->counters_err)
+				resample(run, t, o->quiet);
 			js = counters_json(run, NULL);
 			run->err = hs_writer_flush(&run->w, js);
 			free(js);
@@ -564,6 +639,7 @@ int hs_cmd_record(int argc, char **argv)
 			.slots_per_cpu = 16384,
 			.ringbuf_bytes = 32ull << 20,
 			.drops = true,
+			.sample_n = 1,
 		},
 		.backend = "auto",
 		.xdp_mode = "auto",
@@ -599,6 +675,12 @@ int hs_cmd_record(int argc, char **argv)
 	run.b = pick_backend(o.backend);
 	if (!run.b)
 		return 1;
+	if (sampled(&o.cfg) && !run.b->sample) {
+		fprintf(stderr, "hopscope: --sample needs the eBPF backend, not %s\n", run.b->name);
+		run.b->close(run.b);
+		return 2;
+	}
+	hs_sampling_init(&run.sampling, &o.cfg);
 	if (o.cfg.hist && !run.b->hist) {
 		fprintf(stderr, "hopscope: --histograms and --aggregate need the eBPF backend, "
 			"not %s\n", run.b->name);
