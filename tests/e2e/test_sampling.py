@@ -16,6 +16,7 @@ import livebed
 from conftest import HOPSCOPE, sh, wait_for
 from hopscope.record.reader import RecordFile
 from hopscope.traffic import packetkey as pk
+from test_slots import QUIET_SOCKET  # a tap on r-s1 that holds a copy of every packet
 from livebed import RX4, checked, delta, ipv4_only, links, ns, recorder, tb  # noqa: F401
 
 N = 8
@@ -112,18 +113,6 @@ def test_sample_estimates_the_packets_forwarded(tb, recorder, mode):
     assert f"sampled: 1 packet in {N} (fixed)" in text, text
     d = sh(HOPSCOPE, "describe", rec.out).stdout
     assert f"sampling    1 packet in {N}, at random; {s['sampled']} of {s['seen']}" in d, d
-
-
-# a packet socket on the router's input that never reads: its queue holds a
-# clone of every packet, sharing the packet's head (tests/e2e/test_slots.py)
-QUIET_SOCKET = """
-import socket, time
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 24)
-s.bind(("r-s1", 0))
-print("ready", flush=True)
-time.sleep(600)
-"""
 
 
 def test_a_tap_loses_the_mark_and_still_no_packet(tb, recorder):
