@@ -118,8 +118,11 @@ def test_sample_estimates_the_packets_forwarded(tb, recorder, mode):
 def test_a_tap_loses_the_mark_and_still_no_packet(tb, recorder):
     """a tap holds a copy of each packet's head: forwarding copies the head
     and the kernel clears its metadata, so t3 and t4 find a packet left out
-    through by_skb, as they find a traced one"""
-    tb.up()
+    through by_skb, as they find a traced one. The receiver's XDP sink
+    sends no ICMP errors back: a packet of r-rx's without metadata would
+    look its skb up in by_skb too, and count stale where an earlier
+    packet's skb had its address"""
+    tb.up("--sink")
     ipv4_only()
     tap = subprocess.Popen(["ip", "netns", "exec", livebed.P + "router", sys.executable, "-c",
                             QUIET_SOCKET], stdout=subprocess.PIPE, text=True)
