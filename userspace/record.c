@@ -389,6 +389,7 @@ struct run {
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
 	struct hs_sampling sampling;
+	uint32_t said_n;	/* --sample auto: the N last said on stderr */
 	const struct hs_clock_facts *clock;
 	const struct hs_config *cfg;
 };
@@ -523,7 +524,8 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 	hs_clock_warn(run->clock);	/* again: the start's scrolled away */
 }
 
-/* --sample auto: N for the next second, from this one's rate and cost */
+/* --sample auto: N for the next second, from this one's rate and cost; said
+ * when it has doubled or halved since last said (the file has every second's) */
 static void resample(struct run *run, double t, int quiet)
 {
 	uint32_t n = hs_sampling_step(&run->sampling, t, run->counters, run->cost);
@@ -531,9 +533,11 @@ static void resample(struct run *run, double t, int quiet)
 	if (!n)
 		return;
 	run->b->sample(run->b, n);
-	if (!quiet)
-		fprintf(stderr, "\nhopscope: --sample auto: now 1 packet in %u (budget %g %% of "
-			"a CPU)\n", n, run->sampling.budget);
+	if (quiet || (n < 2 * run->said_n && 2 * n > run->said_n))
+		return;
+	run->said_n = n;
+	fprintf(stderr, "\nhopscope: --sample auto: now 1 packet in %u (budget %g %% of a CPU)\n",
+		n, run->sampling.budget);
 }
 
 static int record_loop(struct run *run, struct opts *o)
@@ -681,6 +685,7 @@ int hs_cmd_record(int argc, char **argv)
 		return 2;
 	}
 	hs_sampling_init(&run.sampling, &o.cfg);
+	run.said_n = o.cfg.sample_n;
 	if (o.cfg.hist && !run.b->hist) {
 		fprintf(stderr, "hopscope: --histograms and --aggregate need the eBPF backend, "
 			"not %s\n", run.b->name);
