@@ -100,6 +100,13 @@ HS_EXTERN struct {
 } by_skb SEC(".maps");
 
 HS_EXTERN volatile __u32 hs_tapped HS_ZERO;
+/* by_skb's value for a tapped packet --sample left out (no seq is all ones) */
+#define HS_SEQ_UNSAMPLED (~0ull)
+
+/* --sample: t1 traces one packet in this many (0 or 1: every packet).
+ * Userspace rewrites it while the programs run (--sample auto), so it is
+ * data, not rodata. */
+HS_EXTERN volatile __u32 hs_sample_n HS_ZERO;
 
 /* probe cost by stage (include/hopscope.h, struct hs_cost) */
 HS_EXTERN struct {
@@ -360,7 +367,7 @@ static __always_inline __u32 hs_skb_id(const struct sk_buff *skb)
 	return id ? id : 1;
 }
 
-enum hs_find { HS_FOUND, HS_NOMETA, HS_STALE };
+enum hs_find { HS_FOUND, HS_NOMETA, HS_STALE, HS_UNSAMPLED };
 
 /*
  * bpf_core_cast, read-only, with the kfunc under this object's own flavour
@@ -384,35 +391,59 @@ union hs_meta_words {
 };
 
 /*
- * The slot of the packet behind skb, through the metadata XDP left in front of
- * its MAC header. meta_len must be exactly ours and the magic must match, so a
- * packet that never met our XDP program (or whose headers moved) is never
- * mistaken for one that did; a slot reused since, or already emitted, is stale.
- * The head is read through bpf_core_cast (bpf_rdonly_cast, inlined to a move):
- * plain loads the JIT guards against faults, where bpf_probe_read_kernel
- * cost two helper calls per stage.
+ * The metadata XDP left in front of skb's MAC header, into m; false: none
+ * (meta_len must be exactly ours). The head is read through bpf_core_cast
+ * (bpf_rdonly_cast, inlined to a move): plain loads the JIT guards against
+ * faults, where bpf_probe_read_kernel cost two helper calls per stage.
  */
-static __always_inline enum hs_find hs_find_meta(const struct sk_buff *skb,
-						 struct hs_record **rec, __u64 *seq)
+static __always_inline bool hs_meta_read(const struct sk_buff *skb, union hs_meta_words *m)
 {
 	unsigned char *head = skb->head;
 	const struct skb_shared_info *shinfo =
 		hs_cast(head + skb->end, struct skb_shared_info);
 	const struct bpf_timer *words;
-	union hs_meta_words m;
 
 	if (shinfo->meta_len != sizeof(struct hs_meta))
+		return false;
+	words = hs_cast(head + skb->mac_header - sizeof(*m), struct bpf_timer);
+	m->w[0] = words->__opaque[0];
+	m->w[1] = words->__opaque[1];
+	return true;
+}
+
+/*
+ * The slot of the packet behind skb, through its metadata. The magic must
+ * match, so a packet that never met our XDP program (or whose headers moved)
+ * is never mistaken for one that did; a slot reused since, or already
+ * emitted, is stale.
+ */
+static __always_inline enum hs_find hs_find_meta(const struct sk_buff *skb,
+						 struct hs_record **rec, __u64 *seq)
+{
+	union hs_meta_words m;
+
+	if (!hs_meta_read(skb, &m))
 		return HS_NOMETA;
-	words = hs_cast(head + skb->mac_header - sizeof(m), struct bpf_timer);
-	m.w[0] = words->__opaque[0];
-	m.w[1] = words->__opaque[1];
 	if (m.m.magic != HS_META_MAGIC)
-		return HS_NOMETA;
+		return m.m.magic == HS_META_UNSAMPLED ? HS_UNSAMPLED : HS_NOMETA;
 	*rec = hs_slot(m.m.seq);
 	if (!*rec || !m.m.seq || HS_READ_ONCE((*rec)->seq) != m.m.seq)
 		return HS_STALE;
 	*seq = m.m.seq;
 	return HS_FOUND;
+}
+
+/*
+ * With --sample on, a packet t1 left out, told before a stage reads the
+ * clock: such a packet then costs the stage a few loads (hs_find says the
+ * same of it later, for a stage that does not ask first).
+ */
+static __always_inline bool hs_left_out(const struct sk_buff *skb)
+{
+	union hs_meta_words m;
+
+	return HS_READ_ONCE(hs_sample_n) > 1 && hs_meta_read(skb, &m) &&
+	       m.m.magic == HS_META_UNSAMPLED;
 }
 
 /*
@@ -445,11 +476,27 @@ static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 	sq = bpf_map_lookup_elem(&by_skb, &addr);
 	if (!sq)
 		return HS_NOMETA;
+	if (*sq == HS_SEQ_UNSAMPLED)
+		return HS_UNSAMPLED;
 	*seq = *sq;
 	*rec = hs_slot(*seq);
 	if (!*rec || !*seq || HS_READ_ONCE((*rec)->seq) != *seq)
 		return HS_STALE;
 	return HS_FOUND;
+}
+
+/* A tap holds a copy of the packet's head: forwarding will copy the head,
+ * and lose the metadata with it, so PRE_ROUTING files the skb in by_skb
+ * (seq, or HS_SEQ_UNSAMPLED for a packet --sample left out). */
+static __always_inline void hs_tap_note(const struct sk_buff *skb, __u64 seq)
+{
+	__u64 addr;
+
+	if (!hs_head_shared(skb))
+		return;
+	addr = hs_skb_addr(skb);
+	if (!bpf_map_update_elem(&by_skb, &addr, &seq, BPF_ANY) && !hs_tapped)
+		hs_tapped = 1;
 }
 
 /* force a wakeup when a quarter of the ring waits; asked on one record in

@@ -10,6 +10,14 @@
 /* adjust_meta's refusals by input ifindex: a driver that runs native XDP but
  * gives no metadata room refuses every packet, and userspace must tell that
  * input from the others (backend_ebpf.c, check_meta) */
+/* --sample: per CPU, the packets until the next one traced */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} sample_left SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, HS_MAX_IFACES);
@@ -63,6 +71,61 @@ static __always_inline __u64 hs_arrival(__u32 key, __u32 ifindex, __u8 *flags)
 	return 0;
 }
 
+/*
+ * --sample N (n > 1): whether t1 leaves this packet out. Per CPU, a countdown
+ * to the next packet traced, drawn uniformly from 1 .. 2n - 1 (mean n) as
+ * each traced packet passes: a gap of random length whatever the traffic,
+ * so a periodic stream is not sampled in step with its period, and every
+ * packet is traced with probability 1/n. A random draw per packet (traced
+ * when below 2^32/n) cost t1 12-15 ns more per packet left out
+ * (docs/measurements.md).
+ */
+static __always_inline bool hs_skip(__u32 n)
+{
+	__u32 zero = 0, *left;
+
+	if (n <= 1)
+		return false;
+	left = bpf_map_lookup_elem(&sample_left, &zero);
+	if (!left)
+		return false;
+	if (*left > 1) {
+		(*left)--;
+		return true;
+	}
+	*left = 1 + bpf_get_prandom_u32() % (2 * n - 1);
+	return false;
+}
+
+/* room for struct hs_meta in front of the frame; NULL: refused (counted) */
+static __always_inline struct hs_meta *hs_meta_room(struct xdp_md *ctx)
+{
+	struct hs_meta *meta;
+
+	if (!bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
+		meta = (void *)(long)ctx->data_meta;
+		if ((void *)(meta + 1) <= (void *)(long)ctx->data)
+			return meta;
+	}
+	hs_meta_refused(ctx->ingress_ifindex);
+	return NULL;
+}
+
+/* --sample left this packet out: the mark tells later stages it is no loss */
+static __always_inline int hs_unsampled(struct xdp_md *ctx)
+{
+	struct hs_meta *meta;
+
+	hs_count(HS_C_UNSAMPLED);
+	meta = hs_meta_room(ctx);
+	if (!meta)
+		return XDP_PASS;
+	meta->seq = 0;
+	meta->magic = HS_META_UNSAMPLED;
+	meta->pad = 0;
+	return XDP_PASS;
+}
+
 SEC("xdp")
 int hs_input(struct xdp_md *ctx)
 {
@@ -77,8 +140,11 @@ int hs_input(struct xdp_md *ctx)
 	int r;
 
 	HS_FLOOR_EXIT(XDP_PASS);
-	now = bpf_ktime_get_ns();
 	hs_count(HS_C_XDP_PKTS);
+	/* before the clock: a packet left out never reads it */
+	if (hs_skip(HS_READ_ONCE(hs_sample_n)))
+		return hs_unsampled(ctx);
+	now = bpf_ktime_get_ns();
 	r = hs_parse(&src, 0, 0, &k, &p);
 	if (r) {
 		hs_count(r == -1 ? HS_C_XDP_NONIP : HS_C_XDP_TRUNC);
@@ -95,15 +161,9 @@ int hs_input(struct xdp_md *ctx)
 	if (p.flags & HS_F_TRUNC)
 		hs_count(HS_C_XDP_TRUNC);
 
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
-		hs_meta_refused(ctx->ingress_ifindex);
+	meta = hs_meta_room(ctx);
+	if (!meta)
 		return XDP_PASS;
-	}
-	meta = (void *)(long)ctx->data_meta;
-	if ((void *)(meta + 1) > (void *)(long)ctx->data) {
-		hs_meta_refused(ctx->ingress_ifindex);
-		return XDP_PASS;
-	}
 
 	n = bpf_map_lookup_elem(&seqno, &zero);
 	if (!n)
@@ -128,7 +188,10 @@ int hs_input(struct xdp_md *ctx)
 
 	__builtin_memset(rec, 0, sizeof(*rec));
 	rec->t[HS_T1] = now;
-	rec->key = hs_key_hash(&k);
+	/* the key is for the records and t0's match: an aggregate run without
+	 * t0 has neither, and saves its ~35 ns */
+	if (cfg_hist != HS_HIST_AGGREGATE || hs_stage_on(HS_T0))
+		rec->key = hs_key_hash(&k);
 	rec->in_ifindex = ctx->ingress_ifindex;
 	rec->cpu_in = cpu;
 	hs_pkt_to_record(&p, rec);

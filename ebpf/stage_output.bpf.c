@@ -18,10 +18,12 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	__u8 tos = 0;
 
 	HS_FLOOR_EXIT(0);
-	now = bpf_ktime_get_ns();
-	/* fires for every transmit on the machine, the senders' too */
-	if (!hs_dev_in_router(dev))
+	/* fires for every transmit on the machine, the senders' too: those
+	 * (and packets --sample left out) are told apart before the clock,
+	 * its dearest read (docs/measurements.md) */
+	if (!hs_dev_in_router(dev) || hs_left_out(skb))
 		return 0;
+	now = bpf_ktime_get_ns();
 	out_pos = hs_if_pos(hs_out_if, dev->ifindex);
 	traced = out_pos >= 0;
 	switch (hs_find(skb, &rec, &seq)) {
@@ -31,6 +33,8 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		return 0;
 	case HS_STALE:
 		hs_count(HS_C_STALE);
+		return 0;
+	case HS_UNSAMPLED:	/* left out at t1 (--sample): no loss */
 		return 0;
 	case HS_FOUND:
 		break;

@@ -16,19 +16,18 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 	__u64 seq, now;
 
 	HS_FLOOR_EXIT(NF_ACCEPT);
+	if (hs_left_out(ctx->skb)) {
+		if (s == HS_T2)
+			hs_tap_note(ctx->skb, HS_SEQ_UNSAMPLED);
+		return NF_ACCEPT;
+	}
 	now = bpf_ktime_get_ns();
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
 		/* from PRE_ROUTING on, this skb is the packet (hs_drop) */
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
-		/* a tap holds a copy: forwarding will copy the head, and lose the
-		 * metadata with it (by_skb) */
-		if (s == HS_T2 && hs_head_shared(ctx->skb)) {
-			__u64 addr = hs_skb_addr(ctx->skb);
-
-			if (!bpf_map_update_elem(&by_skb, &addr, &seq, BPF_ANY) && !hs_tapped)
-				hs_tapped = 1;
-		}
+		if (s == HS_T2)
+			hs_tap_note(ctx->skb, seq);
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))
 			hs_cost_add(s, now);
@@ -38,6 +37,11 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 		break;
 	case HS_STALE:
 		hs_count(HS_C_STALE);
+		break;
+	case HS_UNSAMPLED:
+		/* no loss: left out at t1 (its tap copy is passed by too) */
+		if (s == HS_T2)
+			hs_tap_note(ctx->skb, HS_SEQ_UNSAMPLED);
 		break;
 	}
 	return NF_ACCEPT;

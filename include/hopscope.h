@@ -170,6 +170,8 @@ struct hs_meta {
 	__u32 pad;
 };
 #define HS_META_MAGIC 0x48537031u	/* "HSp1" */
+/* a packet --sample left out at t1: later stages pass it by, uncounted as a loss */
+#define HS_META_UNSAMPLED 0x48537530u	/* "HSu0" */
 
 /* Counters: a per-CPU array in BPF, summed by userspace, stored in the trailer. */
 #define HS_COUNTER_LIST(X) \
@@ -202,7 +204,8 @@ struct hs_meta {
 	X(HS_C_RB_FAIL, 26, "rb_fail")		/* ring buffer full: record lost */ \
 	X(HS_C_RB_FAIL_COMPLETE, 27, "rb_fail_complete") \
 	X(HS_C_PROG_MISSES, 28, "prog_misses")	/* runs the kernel skipped (prog info) */ \
-	X(HS_C_OUT_SEGS, 29, "out_segs")	/* t4 of a merged packet's later segments: in its record's segs */
+	X(HS_C_OUT_SEGS, 29, "out_segs")	/* t4 of a merged packet's later segments: in its record's segs */ \
+	X(HS_C_UNSAMPLED, 30, "unsampled")	/* left out by --sample at t1 (in xdp_pkts): marked, not traced */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

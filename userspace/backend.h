@@ -40,6 +40,8 @@ struct hs_config {
 	bool drops;			/* record kernel drops (skb:kfree_skb) */
 	bool floor;			/* empty programs at the same hooks: nothing recorded */
 	int hist;			/* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE */
+	uint32_t sample_n;		/* --sample: trace 1 packet in this many (1: all) */
+	double cpu_budget;		/* --sample auto: % of one CPU for the probes; 0: fixed */
 	char *calibration;		/* --calibration: the file's JSON text, or NULL */
 	/* --flight (flight.c): records kept per CPU (0: off), what triggers */
 	uint32_t flight_n;
@@ -84,6 +86,9 @@ struct hs_backend {
 	/* the stage histograms as the member "histograms" of j (docs/record-format.md);
 	 * NULL: this backend has none */
 	int (*hist)(struct hs_backend *b, struct js *j);
+	/* trace 1 packet in n from now on (--sample auto); NULL: this backend
+	 * traces every packet */
+	int (*sample)(struct hs_backend *b, uint32_t n);
 	/* detach, then hand over packets still in flight (status INFLIGHT; under
 	 * HS_HIST_AGGREGATE none: returns their number) */
 	int (*stop)(struct hs_backend *b, hs_record_cb cb, void *ctx);

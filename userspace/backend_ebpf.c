@@ -178,6 +178,15 @@ static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
 	return 0;
 }
 
+static int ebpf_sample(struct hs_backend *b, uint32_t n)
+{
+	struct ebpf *e = b->priv;
+
+	/* .bss is mapped: the programs read the new value from their next packet */
+	e->skel->bss->hs_sample_n = n;
+	return 0;
+}
+
 static void autoload(struct hs_config *cfg, struct hopscope_bpf *s)
 {
 	bpf_program__set_autoload(s->progs.hs_arrival, cfg->stages & HS_STAGE_BIT(HS_T0));
@@ -208,6 +217,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	       sizeof(cfg->flight_reasons));
 	if (cfg->flight_n)
 		bpf_map__set_max_entries(s->maps.flight, cfg->flight_n);
+	s->bss->hs_sample_n = cfg->sample_n;
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		e->in_pos[i] = cfg->ifaces[i].is_in ? nin++ : -1;
 		e->out_pos[i] = cfg->ifaces[i].is_out ? nout++ : -1;
@@ -865,6 +875,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.cost = ebpf_cost,
 		.hist = ebpf_hist,
 		.follow = ebpf_follow,
+		.sample = ebpf_sample,
 		.stop = ebpf_stop,
 		.close = ebpf_close,
 		.flight_poll = ebpf_flight_poll,

@@ -19,11 +19,13 @@
 #include "record.h"
 #include "runmeta.h"
 #include "snapshot.h"
+#include "sample.h"
 #include "writer.h"
 
 struct opts {
 	struct hs_config cfg;
 	const char *in, *out, *output, *backend, *xdp_mode, *calibration, *snapshot;
+	const char *sample;	/* --sample as given, NULL: not given */
 	double duration;
 	double counters_every;	/* seconds between COUNTERS chunks */
 	struct hs_flight_opts flight;
@@ -61,6 +63,10 @@ static const char doc[] =
 "      --flight 4096 --flight-trigger 'd_oq>500us' --flight-after 50ms\n"
 "      always on; an output queue wait over 500 us (or SIGUSR1) writes the last\n"
 "      4096 packets' records to flight-TIME-K.hsr beside day.hsr\n"
+"  hopscope record -n router -i r-s1 -O r-rx -d 60 --aggregate --sample auto \\\n"
+"      --cpu-budget 5 -o s.hsr\n"
+"      histograms of a packet in N, N chosen each second so that the probes\n"
+"      take at most 5 % of a CPU (the file says N; counts are the traced ones)\n"
 "  hopscope describe run.hsr\n"
 "      what was recorded: counts, delays, counters, problems, error budget\n"
 "\n"
@@ -74,6 +80,7 @@ static const char doc[] =
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
 	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE, OPT_SNAPSHOT, OPT_COUNTERS_EVERY,
+	OPT_SAMPLE, OPT_CPU_BUDGET,
 };
 
 static const struct argp_option options[] = {
@@ -107,6 +114,11 @@ static const struct argp_option options[] = {
 	  "hopscope serve read)" },
 	{ "counters-every", OPT_COUNTERS_EVERY, "SEC", 0, "write the buffered records and a "
 	  "COUNTERS chunk every SEC seconds (default 1; longer for days of --aggregate)" },
+	{ "sample", OPT_SAMPLE, "N|auto", 0, "trace one packet in N per CPU, drawn at random "
+	  "at t1 (1, the default: every packet); auto: N chosen each second to keep the probes "
+	  "within --cpu-budget (eBPF backend, not with t0)" },
+	{ "cpu-budget", OPT_CPU_BUDGET, "PCT", 0, "--sample auto: the share of one CPU, in %, "
+	  "the probes may take (0 < PCT <= 100)" },
 	{ "quiet", 'q', 0, 0, "no live line" },
 	{ "verbose", 'v', 0, 0, "libbpf debug output" },
 	{},
@@ -176,6 +188,12 @@ static double seconds(struct argp_state *state, const char *opt, const char *arg
 	return v;
 }
 
+/* --sample other than 1: packets go untraced on purpose */
+static bool sampled(const struct hs_config *cfg)
+{
+	return cfg->sample_n > 1 || cfg->cpu_budget > 0;
+}
+
 static error_t parse_opt(int key, char *arg, struct argp_state *state)
 {
 	struct opts *o = state->input;
@@ -239,6 +257,28 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			o->cfg.hist = HS_HIST_RECORDS;
 		break;
 	case OPT_AGGREGATE: o->cfg.hist = HS_HIST_AGGREGATE; break;
+	case OPT_SAMPLE: {
+		unsigned long n;
+
+		o->sample = arg;
+		if (!strcmp(arg, "auto"))
+			break;
+		errno = 0;
+		n = strtoul(arg, &end, 10);
+		if (arg[0] < '0' || arg[0] > '9' || *end || errno || !n || n > HS_SAMPLE_MAX)
+			argp_error(state, "--sample takes auto or an integer from 1 to %u, not '%s'",
+				   HS_SAMPLE_MAX, arg);
+		o->cfg.sample_n = n;
+		break;
+	}
+	case OPT_CPU_BUDGET:
+		errno = 0;
+		o->cfg.cpu_budget = strtod(arg, &end);
+		if (end == arg || *end || errno || !isfinite(o->cfg.cpu_budget) ||
+		    o->cfg.cpu_budget <= 0 || o->cfg.cpu_budget > 100)
+			argp_error(state, "--cpu-budget is a percentage of one CPU, more than 0 and "
+				   "at most 100, not '%s'", arg);
+		break;
 	case OPT_CALIBRATION: o->calibration = arg; break;
 	case OPT_READY_FD: {
 		long fd = strtol(arg, &end, 10);
@@ -264,6 +304,17 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--floor records nothing: no --histograms or --aggregate");
 		if (o->cfg.hist && !strcmp(o->backend, "kmod"))
 			argp_error(state, "--histograms and --aggregate need the eBPF backend");
+		if ((o->sample && !strcmp(o->sample, "auto")) != (o->cfg.cpu_budget > 0))
+			argp_error(state, "--sample auto and --cpu-budget PCT go together");
+		if (sampled(&o->cfg) && o->cfg.floor)
+			argp_error(state, "--floor records nothing: no --sample");
+		if (sampled(&o->cfg) && !strcmp(o->backend, "kmod"))
+			argp_error(state, "--sample needs the eBPF backend");
+		/* t0 waits under the packet's key for an XDP that takes it: an
+		 * unsampled packet would leave its t0 to be taken by its twin */
+		if (sampled(&o->cfg) && (o->cfg.stages & HS_STAGE_BIT(HS_T0)))
+			argp_error(state, "--sample does not go with --stages t0 (t0 is taken "
+				   "before t1 decides whether a packet is traced)");
 		if (o->cfg.hist == HS_HIST_AGGREGATE && o->count)
 			argp_error(state, "--count counts records: --aggregate writes none "
 				   "(use --duration)");
@@ -368,6 +419,8 @@ struct run {
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
 	struct hs_snapshot snap;
+	struct hs_sampling sampling;
+	uint32_t said_n;	/* --sample auto: the N last said on stderr */
 	const struct hs_clock_facts *clock;
 	struct hs_config *cfg;
 };
@@ -429,8 +482,10 @@ static char *counters_json(struct run *run, struct hs_writer *w, const char *sto
 			run->counters_err = err;
 		}
 	}
-	if (!strcmp(run->b->name, "ebpf"))
+	if (!strcmp(run->b->name, "ebpf")) {
 		hs_ifaces_xdp_json(&j, run->cfg);
+		hs_sampling_json(&j, &run->sampling, run->counters);
+	}
 	hs_ifwatch_json(&j, run->cfg);
 	if (run->flight)
 		hs_flight_json(run->flight, &j);
@@ -510,6 +565,13 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)run->counters[HS_C_RB_FAIL],
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
+	if (sampled(run->cfg))
+		fprintf(stderr, "hopscope: sampled: 1 packet in %u (%s), %llu of the %llu at t1 "
+			"traced; every count here is of the traced ones\n", run->sampling.n,
+			run->sampling.budget > 0 ? "auto, the last second's" : "fixed",
+			(unsigned long long)(run->counters[HS_C_XDP_PKTS] -
+					     run->counters[HS_C_UNSAMPLED]),
+			(unsigned long long)run->counters[HS_C_XDP_PKTS]);
 	if (run->cfg->hist == HS_HIST_AGGREGATE)
 		fprintf(stderr, "hopscope: --aggregate: no records; %llu complete packets, their "
 			"delays in the END chunk's histograms (hopscope describe %s)\n",
@@ -520,6 +582,22 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)(run->snap.failed + run->snap.written), run->snap.path,
 			run->snap.last_err ? strerror(-run->snap.last_err) : "the last one was");
 	hs_clock_warn(run->clock);	/* again: the start's scrolled away */
+}
+
+/* --sample auto: N for the next second, from this one's rate and cost; said
+ * when it has doubled or halved since last said (the file has every second's) */
+static void resample(struct run *run, double t, int quiet)
+{
+	uint32_t n = hs_sampling_step(&run->sampling, t, run->counters, run->cost);
+
+	if (!n)
+		return;
+	run->b->sample(run->b, n);
+	if (quiet || (n < 2 * run->said_n && 2 * n > run->said_n))
+		return;
+	run->said_n = n;
+	fprintf(stderr, "\nhopscope: --sample auto: now 1 packet in %u (budget %g %% of a CPU)\n",
+		n, run->sampling.budget);
 }
 
 static int record_loop(struct run *run, struct opts *o)
@@ -548,6 +626,8 @@ static int record_loop(struct run *run, struct opts *o)
 		if (t - last_read >= 1.0) {
 			hs_ifwatch(run->cfg, run->b);
 			read_counters(run, 0);
+			if (!run->counters_err)
+				resample(run, t, o->quiet);
 			js = counters_json(run, &run->w, NULL);
 			snapshot(run, js, 0);
 			if (t - last_flush >= o->counters_every) {
@@ -639,6 +719,7 @@ int hs_cmd_record(int argc, char **argv)
 			.slots_per_cpu = 16384,
 			.ringbuf_bytes = 32ull << 20,
 			.drops = true,
+			.sample_n = 1,
 		},
 		.backend = "auto",
 		.xdp_mode = "auto",
@@ -676,6 +757,13 @@ int hs_cmd_record(int argc, char **argv)
 	run.b = pick_backend(o.backend);
 	if (!run.b)
 		return 1;
+	if (sampled(&o.cfg) && !run.b->sample) {
+		fprintf(stderr, "hopscope: --sample needs the eBPF backend, not %s\n", run.b->name);
+		run.b->close(run.b);
+		return 2;
+	}
+	hs_sampling_init(&run.sampling, &o.cfg);
+	run.said_n = o.cfg.sample_n;
 	if (o.cfg.hist && !run.b->hist) {
 		fprintf(stderr, "hopscope: --histograms and --aggregate need the eBPF backend, "
 			"not %s\n", run.b->name);

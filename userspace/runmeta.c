@@ -9,6 +9,7 @@
 #include "hopscope_file.h"
 #include "ifaces.h"
 #include "runmeta.h"
+#include "sample.h"
 
 const char *const hs_counter_names[HS_C_NCOUNTERS] = HS_COUNTER_NAMES;
 const char *const hs_stage_names[HS_NSTAGES] = HS_STAGE_NAMES;
@@ -226,6 +227,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	struct utsname u;
 	char host[256] = "";
 	struct js cmd;
+	struct hs_sampling sampling;
 	char *model = first_line("/proc/cpuinfo", "model name");
 
 	uname(&u);
@@ -277,6 +279,8 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_bool(j, "drops", cfg->drops);
 	js_str(j, "histograms", cfg->hist == HS_HIST_AGGREGATE ? "aggregate" :
 	       cfg->hist == HS_HIST_RECORDS ? "records" : "off");
+	hs_sampling_init(&sampling, cfg);
+	hs_sampling_json(j, &sampling, NULL);
 	hs_drop_reasons_json(j);
 	hooks_json(j, b);
 	js_raw(j, "backend_info", js_text(&b->info));

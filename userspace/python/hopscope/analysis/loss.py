@@ -34,6 +34,7 @@ COUNTER_ROWS = (
     ("out_nometa", "other", "t4", "seen without metadata: the router's own, untraced input, "
                                   "or a merged packet's segment not followed"),
     ("local", "other", None, "delivered to the router itself: not forwarded"),
+    ("unsampled", "other", "t1", "left out by --sample: not traced, on purpose"),
 )
 
 

@@ -9,6 +9,7 @@ MAX_IFACES = 16
 SEQ_CPU_SHIFT = 48
 SEQ_COUNT_MASK = 0xffffffffffff
 META_MAGIC = 0x48537031
+META_UNSAMPLED = 0x48537530
 COST_SAMPLE_SHIFT = 6
 COST_BUCKET_NS = 16
 COST_BUCKETS = 64
@@ -122,6 +123,7 @@ C_RB_FAIL = 26
 C_RB_FAIL_COMPLETE = 27
 C_PROG_MISSES = 28
 C_OUT_SEGS = 29
+C_UNSAMPLED = 30
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -153,6 +155,7 @@ COUNTER_LIST = (
     ('C_RB_FAIL_COMPLETE', 27, 'rb_fail_complete'),
     ('C_PROG_MISSES', 28, 'prog_misses'),
     ('C_OUT_SEGS', 29, 'out_segs'),
+    ('C_UNSAMPLED', 30, 'unsampled'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)

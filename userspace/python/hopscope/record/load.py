@@ -12,7 +12,7 @@ import pandas as pd
 
 from . import format as fmt
 from .format import DELAYS
-from . import calibration, hist
+from . import calibration, hist, sampling
 from .probecost import check, delay_floors, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
@@ -56,6 +56,8 @@ def load(path, verify=True, strict=False, less_probe=False):
     df.attrs["histograms"]: the last COUNTERS (or END) chunk's stage histograms,
     a list of series (record/hist.py), or None; df.attrs["hist_drops"] the
     drops counted beside them by last stage and reason.
+    df.attrs["sampling"]: --sample's setting and counts (record/sampling.py),
+    or None for a file without it.
     """
     rf = RecordFile(path, verify=verify, strict=strict)
     df = to_dataframe(rf)
@@ -134,6 +136,7 @@ def to_dataframe(rf):
                     probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
                     histograms=hist.series(rf.counters),
                     hist_drops=hist.drops(rf.counters),
+                    sampling=sampling.summary(rf.header, rf.counters),
                     calibration=None if why else cal)
     return df
 

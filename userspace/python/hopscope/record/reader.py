@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import format as fmt
-from . import hist, probecost
+from . import hist, probecost, sampling
 
 try:  # ISA-L's CRC-32 (the same zlib CRC) is about 4x faster: checked loads stay fast
     from isal.isal_zlib import crc32 as _crc32
@@ -416,6 +416,8 @@ def check_header(h):
                 return f"hooks[{n}].{f} is {_kind(k[f])}, expected a string"
         if k.get("priority") is not None and not _int(k["priority"]):
             return f"hooks[{n}].priority is {_kind(k['priority'])}, expected an integer"
+    if h.get("sampling") is not None:
+        return sampling.check(h["sampling"])
     return None
 
 
@@ -452,6 +454,8 @@ def check_counters(obj):
         why = probecost.check(obj["probe_cost"])
     if not why and obj.get("histograms") is not None:
         why = hist.check(obj["histograms"])
+    if not why and obj.get("sampling") is not None:
+        why = sampling.check(obj["sampling"])
     return why
 
 

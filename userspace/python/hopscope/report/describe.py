@@ -26,7 +26,8 @@ def run(args, parser):
         print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
                                             "problems", "clock", "clock_problems",
                                             "cross_cpu", "probe_cost", "probe_floor",
-                                            "calibration", "histograms", "hist_drops")},
+                                            "calibration", "histograms", "hist_drops",
+                                            "sampling")},
                          indent=2))
         return 0
     for label, text in describe(df):
@@ -77,6 +78,8 @@ def describe(df):
         out.append(("interface", f"{i.get('name', '?')} ({i.get('role', '?')}): {detail}"))
     out += flight_lines(h, a.get("counters"))
     out.append(("stages", " ".join(h.get("stages") or ())))
+    if a.get("sampling") and a["sampling"]["mode"] != "off":
+        out.append(("sampling", sampling_line(a["sampling"])))
     out += [("hook", str(k)) for k in hooks(h)]
     if len(df):
         t1 = df["t1"][df["t1"] > 0]
@@ -176,6 +179,20 @@ def hist_lines(series, drops=None, reasons=None):
                                  + (f", {sr['overflow']} beyond the last bucket"
                                     if sr["overflow"] else "")))
     return out
+
+
+def sampling_line(s):
+    """--sample: how, how many of the packets at t1 were traced, and the
+    factor that turns a count of traced packets into an estimate of all"""
+    how = (f"1 packet in {s['n']}, at random" if s["mode"] == "fixed" else
+           f"auto, within {s['cpu_budget_pct']:g} % of a CPU: 1 packet in "
+           f"{s.get('n_min', '?')}..{s.get('n_max', '?')}, {s['n']} at the end")
+    if "seen" in s and "sampled" in s:
+        how += f"; {s['sampled']} of {s['seen']} packets at t1 traced"
+    if s.get("scale"):
+        how += (f"; every count and histogram here is of the traced packets "
+                f"(x {s['scale']:.4g} estimates all)")
+    return how
 
 
 def _us(v, sign=""):
