@@ -92,6 +92,28 @@ def test_classic_buckets_are_sums_of_the_kernels(tmp_path):
     assert sums == {"_sum": SERIES["sum_ns"] / 1e9, "_count": 14}
 
 
+@pytest.mark.parametrize("setting, counts, factor", [
+    (None, None, 1),
+    ({"mode": "fixed", "n": 8}, {"mode": "fixed", "n": 8, "seen": 800, "sampled": 99,
+                                 "unsampled": 701}, 8),
+    ({"mode": "auto", "n": 1, "cpu_budget_pct": 5},
+     {"mode": "auto", "n": 16, "seen": 1000, "sampled": 250, "unsampled": 750}, 4),
+])
+def test_the_sampling_factor_scales_traced_counts(tmp_path, setting, counts, factor):
+    obj = snap_obj(time.time_ns())
+    if setting:
+        obj["header"]["sampling"] = setting
+        obj["counters"]["sampling"] = counts
+    p = tmp_path / "s.json"
+    p.write_text(json.dumps(obj))
+    s = snapshot.read(p)
+    v = by_name(expfmt.parse(metrics.text(s, s.realtime_ns), openmetrics=True))
+    assert v[("hopscope_sampling_factor", ())] == factor
+    info = next(l for n, l, _ in expfmt.parse(metrics.text(s, s.realtime_ns),
+                                              openmetrics=True)["hopscope_run"]["samples"])
+    assert info["sampling"] == (setting or {}).get("mode", "off")
+
+
 def hopscope(*args, **kw):
     return subprocess.run([sys.executable, "-m", "hopscope", *args], capture_output=True,
                           text=True, env=ENV, **kw)

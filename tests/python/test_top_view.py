@@ -67,7 +67,7 @@ def test_one_second_is_the_last_two_snapshots():
     assert row(v, "t1")["per_s"] == 600 and row(v, "t4")["packets"] == 600
     assert row(v, "complete")["per_s"] == 600 and row(v, "dropped")["packets"] == 30
     assert [s["stage"] for s in v["stages"]] == ["t1", "t2", "t3", "t4", "complete",
-                                                 "dropped", "local"]
+                                                 "dropped", "local", "unsampled"]
     transit = next(d for d in v["delays"] if d["delay"] == "transit")
     # all senders: half in bucket 80, half in 88
     assert transit["count"] == 600 and transit["per_s"] == 600
@@ -162,12 +162,17 @@ def test_no_histograms_says_so():
 
 
 def test_packet_sampling_is_shown_when_the_recorder_says():
-    """record --sample's setting (the header's "sampling") is passed on as it
-    is, and the header line says the run is sampled"""
+    """record --sample's setting and counts (the header's and the counters'
+    "sampling") are shown with the factor that scales the traced counts;
+    packets left out at t1 are a row of their own"""
     s = snap(1, 10)
-    s.header["sampling"] = {"mode": "1/8"}
+    s.header["sampling"] = {"mode": "fixed", "n": 8}
+    s.counters["sampling"] = {"mode": "fixed", "n": 8, "seen": 80, "sampled": 10,
+                              "unsampled": 70}
+    s.counters["counters"]["unsampled"] = 70
     v = view.view(run(s))
-    assert v["sampling"] == {"mode": "1/8"} and "sampled 1/8" in table.lines(v)[0]
+    assert v["sampling"]["scale"] == 8.0 and "sampled 1 in 8" in table.lines(v)[0]
+    assert next(r for r in v["stages"] if r["stage"] == "unsampled")["packets"] == 70
     assert view.view(run(snap(1, 10)))["sampling"] is None
 
 

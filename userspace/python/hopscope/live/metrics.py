@@ -11,7 +11,7 @@ the lowest bucket, those past the last bound (~17 s) in +Inf alone.
 """
 import math
 
-from ..record import hist
+from ..record import hist, sampling
 
 CLASSIC_STEP = 4    # 2^(1/2) between two bounds: le = 2^(k/2) ns
 CLASSIC_FIRST = 48  # 2^6 = 64 ns, below every probe's own cost
@@ -50,6 +50,9 @@ FAMILIES = {
         "gauge", "seconds", "When the run started, Unix time", ()),
     "hopscope_snapshot_age_seconds": (
         "gauge", "seconds", "How old the snapshot served is (written every second)", ()),
+    "hopscope_sampling_factor": (
+        "gauge", "", "What a count of traced packets is multiplied by to estimate all "
+        "(record --sample: N, or seen/traced under auto; 1 without sampling)", ()),
     "hopscope_snapshot_final": (
         "gauge", "", "1: the recorder stopped and these are its final counts", ()),
 }
@@ -88,6 +91,8 @@ def samples(snap, now_ns):
     if "start_realtime_ns" in h:
         out["hopscope_run_start_time_seconds"].append(("", {}, h["start_realtime_ns"] / 1e9))
     out["hopscope_snapshot_age_seconds"].append(("", {}, max(0, now_ns - snap.realtime_ns) / 1e9))
+    scale = (sampling.summary(h, c) or {}).get("scale")
+    out["hopscope_sampling_factor"].append(("", {}, scale if scale else 1))
     out["hopscope_snapshot_final"].append(("", {}, int(snap.final)))
     return out
 

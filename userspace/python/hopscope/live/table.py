@@ -44,9 +44,10 @@ def lines(v, width=80):
 def _header(v, r):
     age = "" if r["age_s"] is None else f"  run {_duration(r['age_s'])}"
     snap = "" if r["snapshot_age_s"] is None else f"  snap {r['snapshot_age_s']:.0f}s"
-    sampled = ""
-    if v["sampling"] and v["sampling"].get("mode", "off") != "off":  # record --sample
-        sampled = f"  sampled {v['sampling']['mode']}"
+    sampled, s = "", v["sampling"]
+    if s and s["mode"] != "off":  # record --sample: counts are the traced packets'
+        sampled = (f"  sampled 1 in {s['n']}" if s["mode"] == "fixed" else
+                   f"  sampled auto, x{s['scale']:.1f}" if s["scale"] else "  sampled auto")
     return (f"{r['netns'] or '-'}  in {','.join(r['inputs']) or '-'}"
             f"  out {','.join(r['outputs']) or '-'}  {r['backend']}/{r['histograms']}"
             f"{sampled}{age}{snap}")

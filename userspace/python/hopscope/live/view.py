@@ -13,7 +13,7 @@ that (schema 3 buckets are 9 % wide).
 import math
 
 from ..analysis.loss import COUNTER_ROWS
-from ..record import hist
+from ..record import hist, sampling
 from ..record.format import CORE_STAGES
 from .snapshot import SnapshotError, window as between
 
@@ -23,7 +23,8 @@ STALE_S = 3.0  # a live recorder rewrites its snapshot every second
 # stage -> the kernel counter of the packets it stamped (include/hopscope.h)
 STAGE_COUNTERS = (("t0", "t0_pkts"), ("t1", "xdp_pkts"), ("t2", "pre_pkts"),
                   ("t3", "post_pkts"), ("t4", "out_pkts"))
-OUTCOMES = ("complete", "dropped", "local")
+# unsampled: left out at t1 by record --sample, why t2 sees fewer than t1
+OUTCOMES = ("complete", "dropped", "local", "unsampled")
 # the tracer's losses: the loss table's "tracer" counters, and the evictions
 # (which an aggregate run counts and never writes)
 LOSSES = ("evicted",) + tuple(k for k, source, _, _ in COUNTER_ROWS if source == "tracer")
@@ -78,7 +79,7 @@ def view(history, window=1, sender=None, delay="transit", now_ns=None):
     series = [s for s in w["series"] if sender is None or s["tos"] == sender]
     return {
         "run": _run(new, now_ns),
-        "sampling": new.header.get("sampling"),
+        "sampling": sampling.summary(new.header, new.counters),
         "window": {"asked_s": window, "seconds": secs},
         "sender": sender,
         "senders": senders(new),
