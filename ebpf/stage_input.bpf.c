@@ -188,9 +188,10 @@ int hs_input(struct xdp_md *ctx)
 
 	__builtin_memset(rec, 0, sizeof(*rec));
 	rec->t[HS_T1] = now;
-	/* the key is for the records and t0's match: an aggregate run without
-	 * t0 has neither, and saves its ~35 ns */
-	if (cfg_hist != HS_HIST_AGGREGATE || hs_stage_on(HS_T0))
+	/* the key is for the records (a flight dump's too) and t0's match: an
+	 * aggregate run without t0 or flight recorder has neither, and saves
+	 * its ~35 ns */
+	if (cfg_hist != HS_HIST_AGGREGATE || hs_stage_on(HS_T0) || cfg_flight_n)
 		rec->key = hs_key_hash(&k);
 	rec->in_ifindex = ctx->ingress_ifindex;
 	rec->cpu_in = cpu;

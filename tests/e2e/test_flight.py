@@ -100,6 +100,8 @@ def test_dump_holds_the_slow_packets_and_only_the_last_n(tb, recorder, tmp_path)
     assert (t > 0).all() and (np.diff(t, axis=1) >= 0).all()
     assert (df.in_if == "r-s1").all() and (df.out_if == "r-rx").all()
     assert (np.diff(df.t1.to_numpy(np.int64)) >= 0).all(), "not in t1 order"
+    # with their packet keys, as any recording's (a truth join needs them)
+    assert (df.key != 0).all() and df.key.is_unique
     idx = df.sport.to_numpy(np.int64) - BASE
     # the trigger's packet is in it, one of the burst's or queued behind it
     trig = df[df.seq == d["trigger_seq"]]
