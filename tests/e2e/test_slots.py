@@ -96,14 +96,16 @@ def test_copies_freed_on_the_router_are_not_drops(tb, tmp_path):
     # complete, but for a packet whose t4 found neither its metadata nor its
     # by_skb entry (0-2 of 300 in most runs on a busy machine: a by_skb
     # corner when the tap closes mid-queue, cause not found). Such a packet
-    # is in flight at the stop, its t4 counted in out_nometa, and flagged
-    # t4_unseen unless no later packet of its flow left to tell
+    # is in flight at the stop, its t4 counted in out_nometa (or in stale,
+    # when an older packet's by_skb entry holds the same skb address: 1 of
+    # 300 in a CI run, stale 15), and flagged t4_unseen unless no later
+    # packet of its flow left to tell
     assert st["complete"] >= 297, st
     rest = d[d.status != "complete"]
     unseen = (rest["flags"].to_numpy() & 0x80) != 0     # t4_unseen; df.flags is pandas'
     last = rest.t1.to_numpy() >= d[d.status == "complete"].t1.max()
     assert (rest.status == "inflight").all() and (unseen | last).all(), rest
-    assert len(rest) <= c["out_nometa"], c
+    assert len(rest) <= c["out_nometa"] + c["stale"], c
     assert c["race"] == 0 and c["evicted"] == 0, c
 
 

@@ -75,9 +75,14 @@ def test_lossless_rate_is_just_below_the_shapers(search):
     assert lossy and max(lossless) < min(lossy)  # a consistent bracket
     assert max(lossless) == result["lossless_pps"]
     assert min(lossy) - max(lossless) <= 20  # the resolution
-    for t in trials:  # what got through a lossy trial is the shaper's rate plus its queue
+    # what got through a lossy trial is at most the shaper's rate plus its queue
+    # and burst; less when the generator paused on a busy machine (the shaper
+    # idles meanwhile, and tokens past its burst are not kept: 28 fewer of
+    # 4000 seen in a CI run), so the lower bound leaves 3 %
+    for t in trials:
         if not t["lossless"]:
-            assert abs(t["received"] - SHAPER_PPS * TRIAL_S) <= LIMIT + BURST_FRAMES + 5, t
+            assert 0.97 * SHAPER_PPS * TRIAL_S <= t["received"] <= \
+                SHAPER_PPS * TRIAL_S + LIMIT + BURST_FRAMES + 5, t
     # loss is believed only when a lossy trial's repeat loses too (or carried no
     # more than got through the lossy run); the shaper drops above its rate
     # every time, so nothing above it (plus what its queue holds) passed as lossless
