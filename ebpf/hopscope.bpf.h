@@ -602,8 +602,7 @@ static __always_inline void hs_flight_fire(__u64 what, __u64 value, __u64 seq)
  * the first delay over its threshold fires, in HS_DELAY_LIST's order */
 static __always_inline void hs_flight_delays(const __u64 *t, __u64 seq)
 {
-	static const __u8 later[HS_NDELAYS] = { HS_T2, HS_T3, HS_T4, HS_T4, HS_T1, HS_T4 };
-	static const __u8 earlier[HS_NDELAYS] = { HS_T1, HS_T2, HS_T3, HS_T1, HS_T0, HS_TCEG };
+	static const __u8 later[HS_NDELAYS] = HS_DELAY_LATER, earlier[HS_NDELAYS] = HS_DELAY_EARLIER;
 
 #pragma unroll
 	for (int d = 0; d < HS_NDELAYS; d++) {
@@ -690,18 +689,16 @@ static __always_inline struct hs_hist_set *hs_hist_series(__u32 out_pos, __u8 to
  * out_pos its output's place among the --out interfaces */
 static __always_inline void hs_hist_packet(const __u64 *t, __u32 out_pos, __u8 tos)
 {
+	static const __u8 later[HS_NDELAYS] = HS_DELAY_LATER, earlier[HS_NDELAYS] = HS_DELAY_EARLIER;
 	struct hs_hist_set *set = hs_hist_series(out_pos, tos);
 
 	if (!set)
 		return;
-	hs_hist_add(&set->d[HS_D_IQ], t[HS_T2], t[HS_T1]);
-	hs_hist_add(&set->d[HS_D_P], t[HS_T3], t[HS_T2]);
-	hs_hist_add(&set->d[HS_D_OQ], t[HS_T4], t[HS_T3]);
-	hs_hist_add(&set->d[HS_D_TRANSIT], t[HS_T4], t[HS_T1]);
-	if (hs_stage_on(HS_T0))
-		hs_hist_add(&set->d[HS_D_RXQ], t[HS_T1], t[HS_T0]);
-	if (hs_stage_on(HS_TCEG))
-		hs_hist_add(&set->d[HS_D_QDISC], t[HS_T4], t[HS_TCEG]);
+	/* a delay of an optional stage only with that stage on (rodata: pruned) */
+#pragma unroll
+	for (int d = 0; d < HS_NDELAYS; d++)
+		if (hs_stage_on(later[d]) && hs_stage_on(earlier[d]))
+			hs_hist_add(&set->d[d], t[later[d]], t[earlier[d]]);
 }
 
 /* a dropped packet into the drops map (rare: a hash lookup is cheap enough) */

@@ -275,6 +275,9 @@ enum hs_delay {
 };
 HS_DELAY_LIST(HS_X_AT_PLACE)
 #define HS_DELAY_NAMES { HS_DELAY_LIST(HS_X_NAME) }
+/* each delay's two stages, in HS_DELAY_LIST's order: later - earlier */
+#define HS_DELAY_LATER { HS_T2, HS_T3, HS_T4, HS_T4, HS_T1, HS_T4 }
+#define HS_DELAY_EARLIER { HS_T1, HS_T2, HS_T3, HS_T1, HS_T0, HS_TCEG }
 
 /* no count of its own: userspace adds up the parts, so that a snapshot read
  * while a packet is being added is still a whole histogram */
