@@ -100,6 +100,15 @@ HS_EXTERN struct {
 } by_skb SEC(".maps");
 
 HS_EXTERN volatile __u32 hs_tapped HS_ZERO;
+
+/* --floor=clock: each stage's last clock read, per CPU (kept so that the
+ * read is not optimised away; nobody reads it) */
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, HS_NSTAGES);
+} floor_clock SEC(".maps");
 /* by_skb's value for a tapped packet --sample left out (no seq is all ones) */
 #define HS_SEQ_UNSAMPLED (~0ull)
 
@@ -199,8 +208,10 @@ HS_EXTERN const volatile __u32 cfg_slot_shift HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_stages HS_ZERO;
 /* force a wakeup once this much is waiting; below it the reader polls */
 HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
-/* --floor: every program returns at once (the verifier drops the rest), so a
- * run measures what the hooks alone cost, the floor no tracer there can beat */
+/* --floor (HS_FLOOR_EMPTY, HS_FLOOR_CLOCK): every program returns at once
+ * (the verifier drops the rest), so a run measures what the hooks alone
+ * cost, the floor no tracer there can beat; or after one clock read, the
+ * floor no tracer that stamps can beat */
 HS_EXTERN const volatile __u32 cfg_floor HS_ZERO;
 /* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE (no record leaves: the ring is unused) */
 HS_EXTERN const volatile __u32 cfg_hist HS_ZERO;
@@ -215,6 +226,25 @@ HS_EXTERN const volatile __u32 cfg_flight_reasons[HS_FLIGHT_REASONS] HS_ZERO;
 #define HS_READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
 #define HS_FLOOR_EXIT(ret) do { if (cfg_floor) return (ret); } while (0)
+
+/* --floor=clock: stage s's one clock read, stored as a tracer would store it */
+static __always_inline void hs_floor_clock(enum hs_stage s)
+{
+	__u32 k = s;
+	__u64 *v = bpf_map_lookup_elem(&floor_clock, &k);
+
+	if (v)
+		*v = bpf_ktime_get_ns();
+}
+
+/* a stamping stage's floor: the clock read (--floor=clock), then out */
+#define HS_FLOOR_STAMP_EXIT(s, ret) do {				\
+	if (cfg_floor) {						\
+		if (cfg_floor == HS_FLOOR_CLOCK)			\
+			hs_floor_clock(s);				\
+		return (ret);						\
+	}								\
+} while (0)
 
 static __always_inline void hs_count(__u32 c)
 {

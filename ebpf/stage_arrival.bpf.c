@@ -19,7 +19,7 @@ int BPF_PROG(hs_arrival, struct sk_buff *skb)
 	struct hs_src src;
 	__u64 *old;
 
-	HS_FLOOR_EXIT(0);
+	HS_FLOOR_STAMP_EXIT(HS_T0, 0);
 	now = bpf_ktime_get_ns();
 	if (!hs_dev_in_router(skb->dev) || hs_if_pos(hs_in_if, skb->dev->ifindex) < 0)
 		return 0;

@@ -139,7 +139,7 @@ int hs_input(struct xdp_md *ctx)
 	__u64 *n, seq, old;
 	int r;
 
-	HS_FLOOR_EXIT(XDP_PASS);
+	HS_FLOOR_STAMP_EXIT(HS_T1, XDP_PASS);
 	hs_count(HS_C_XDP_PKTS);
 	/* before the clock: a packet left out never reads it */
 	if (hs_skip(HS_READ_ONCE(hs_sample_n)))

@@ -17,7 +17,12 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	__u64 seq, t[HS_NSTAGES] = {};	/* zeroed: the verifier cannot tie its fill to its use */
 	__u8 tos = 0;
 
-	HS_FLOOR_EXIT(0);
+	if (cfg_floor) {
+		/* a stamping tracer's least: the router's transmits, one read */
+		if (cfg_floor == HS_FLOOR_CLOCK && hs_dev_in_router(dev))
+			hs_floor_clock(HS_T4);
+		return 0;
+	}
 	/* fires for every transmit on the machine, the senders' too: those
 	 * (and packets --sample left out) are told apart before the clock,
 	 * its dearest read (docs/measurements.md) */

@@ -15,7 +15,7 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 	struct hs_record *rec;
 	__u64 seq, now;
 
-	HS_FLOOR_EXIT(NF_ACCEPT);
+	HS_FLOOR_STAMP_EXIT(s, NF_ACCEPT);
 	if (hs_left_out(ctx->skb)) {
 		if (s == HS_T2)
 			hs_tap_note(ctx->skb, HS_SEQ_UNSAMPLED);
@@ -62,7 +62,7 @@ int hs_postrouting(struct bpf_nf_ctx *ctx)
 SEC("netfilter")
 int hs_forward(struct bpf_nf_ctx *ctx)
 {
-	HS_FLOOR_EXIT(NF_ACCEPT);
+	HS_FLOOR_STAMP_EXIT(HS_FWD, NF_ACCEPT);
 	hs_stamp(ctx->skb, HS_FWD, bpf_ktime_get_ns());
 	return NF_ACCEPT;
 }

@@ -13,7 +13,7 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym;
 SEC("tcx/ingress")
 int hs_tc_ingress(struct __sk_buff *ctx)
 {
-	HS_FLOOR_EXIT(TCX_NEXT);
+	HS_FLOOR_STAMP_EXIT(HS_TCIN, TCX_NEXT);
 	hs_stamp(bpf_cast_to_kern_ctx(ctx), HS_TCIN, bpf_ktime_get_ns());
 	return TCX_NEXT;
 }
@@ -21,7 +21,7 @@ int hs_tc_ingress(struct __sk_buff *ctx)
 SEC("tcx/egress")
 int hs_tc_egress(struct __sk_buff *ctx)
 {
-	HS_FLOOR_EXIT(TCX_NEXT);
+	HS_FLOOR_STAMP_EXIT(HS_TCEG, TCX_NEXT);
 	hs_stamp(bpf_cast_to_kern_ctx(ctx), HS_TCEG, bpf_ktime_get_ns());
 	return TCX_NEXT;
 }

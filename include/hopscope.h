@@ -258,6 +258,11 @@ struct hs_cost {
 /* cfg_hist: histograms beside the records, or instead of them */
 #define HS_HIST_RECORDS 1
 #define HS_HIST_AGGREGATE 2
+/* record --floor (cfg_floor): every program returns at once (EMPTY), or
+ * reads the clock into a per-CPU word first (CLOCK): at the four stages that
+ * is what any tracer that stamps them pays at least (bench/overhead) */
+#define HS_FLOOR_EMPTY 1
+#define HS_FLOOR_CLOCK 2
 
 /* the delays histogrammed: later stage minus earlier (d_rxq with t0 on,
  * d_qdisc with tceg on); the names are the DataFrame's columns */

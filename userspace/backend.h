@@ -38,7 +38,7 @@ struct hs_config {
 	uint32_t slots_per_cpu;		/* power of two */
 	uint64_t ringbuf_bytes;
 	bool drops;			/* record kernel drops (skb:kfree_skb) */
-	bool floor;			/* empty programs at the same hooks: nothing recorded */
+	int floor;			/* 0, HS_FLOOR_EMPTY or HS_FLOOR_CLOCK: nothing recorded */
 	int hist;			/* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE */
 	uint32_t sample_n;		/* --sample: trace 1 packet in this many (1: all) */
 	double cpu_budget;		/* --sample auto: % of one CPU for the probes; 0: fixed */

@@ -83,6 +83,10 @@ static int build_config(const struct hs_config *cfg, const struct hs_kmod_info *
 				"on this kernel\n", stage_names[s]);
 	if (missing)
 		return -EOPNOTSUPP;
+	if (cfg->floor == HS_FLOOR_CLOCK) {	/* --backend auto picked the module */
+		fprintf(stderr, "hopscope: --floor=clock needs the eBPF backend\n");
+		return -EOPNOTSUPP;
+	}
 	memset(kc, 0, sizeof(*kc));
 	kc->abi = HS_KMOD_ABI;
 	kc->netns_fd = -1;	/* the recorder has entered the router's netns */

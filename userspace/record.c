@@ -98,9 +98,10 @@ static const struct argp_option options[] = {
 	{ "ring", OPT_RING, "MIB", 0, "ring buffer size in MiB (default 32)" },
 	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
-	{ "floor", OPT_FLOOR, 0, 0, "attach empty programs (kmod: probes that return at once) at "
-	  "the same hooks and record nothing: what the hooks alone cost, the floor no tracer "
-	  "there can beat (bench/overhead, bench/kmod_overhead)" },
+	{ "floor", OPT_FLOOR, "clock", OPTION_ARG_OPTIONAL, "attach empty programs (kmod: "
+	  "probes that return at once) at the same hooks and record nothing: what the hooks "
+	  "alone cost, the floor no tracer there can beat (bench/overhead, bench/kmod_overhead); "
+	  "=clock: each reads the clock once (eBPF backend), the floor of any tracer that stamps" },
 	{ "ready-fd", OPT_READY_FD, "N", 0, "write `ready` to file descriptor N once attached "
 	  "and the file header is written, then close it" },
 	{ "calibration", OPT_CALIBRATION, "FILE", 0, "carry this `hopscope calibrate` result "
@@ -251,7 +252,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	}
 	case OPT_NODROPS: o->cfg.drops = false; break;
 	case OPT_BACKEND: o->backend = arg; break;
-	case OPT_FLOOR: o->cfg.floor = true; break;
+	case OPT_FLOOR:
+		if (arg && strcmp(arg, "clock"))
+			argp_error(state, "--floor takes no value or =clock, not '%s'", arg);
+		o->cfg.floor = arg ? HS_FLOOR_CLOCK : HS_FLOOR_EMPTY;
+		break;
 	case OPT_HIST:
 		if (o->cfg.hist != HS_HIST_AGGREGATE)
 			o->cfg.hist = HS_HIST_RECORDS;
@@ -308,6 +313,8 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 			argp_error(state, "--sample auto and --cpu-budget PCT go together");
 		if (sampled(&o->cfg) && o->cfg.floor)
 			argp_error(state, "--floor records nothing: no --sample");
+		if (o->cfg.floor == HS_FLOOR_CLOCK && !strcmp(o->backend, "kmod"))
+			argp_error(state, "--floor=clock needs the eBPF backend");
 		if (sampled(&o->cfg) && !strcmp(o->backend, "kmod"))
 			argp_error(state, "--sample needs the eBPF backend");
 		/* t0 waits under the packet's key for an XDP that takes it: an

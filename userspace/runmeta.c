@@ -250,6 +250,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_u64(j, "key_hash", HS_KEY_HASH);
 	js_str(j, "backend", b->name);
 	js_bool(j, "floor", cfg->floor);
+	js_bool(j, "floor_clock", cfg->floor == HS_FLOOR_CLOCK);
 	js_str(j, "command", js_text(&cmd) ? js_text(&cmd) : "");
 	js_str(j, "hostname", host);
 	js_u64(j, "start_realtime_ns", start->real_ns);

@@ -42,6 +42,8 @@ BASE = ["--in", "a", "--out", "b", "-o", "/nonexistent/never.hsr"]
     (["--out", "r-rx,"], "--out"),
     (["--xdp-mode=bogus"], "--xdp-mode"),
     (["--xdp-mode="], "--xdp-mode"),
+    (["--floor=bogus"], "--floor"),
+    (["--floor=clock", "--backend", "kmod"], "--floor=clock needs the eBPF backend"),
 ])
 def test_bad_values_are_refused_with_exit_2(args, option):
     # the bad value last: it overrides BASE's good one

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from conftest import sh, wait_for
+from hopscope.record.format import STAGE_NAMES
 from livebed import (ipv4_only, links, net_show, recorder, send_udp, stopped,  # noqa: F401
                      tb, wait_out)
 
@@ -126,3 +127,38 @@ def test_floor_attaches_the_same_hooks_and_records_nothing(tb, recorder):
     # the packets went through: forwarded while the empty programs were on
     assert links()["r-s1"]["rx"]["packets"] - before["r-s1"]["rx"]["packets"] >= N
     assert gone(progs), my_hooks()
+
+
+def test_clock_floor_reads_the_clock_at_each_stage_and_records_nothing(tb, recorder):
+    """--floor=clock: bench/overhead's second floor, the least a tracer that
+    stamps every stage costs. Same hooks; each program keeps one clock read
+    (its per-CPU word moves), nothing else."""
+    tb.up()
+    full = recorder("--stages", "all")
+    _, progs_full = my_hooks()
+    stopped(full)
+    clock = recorder("--stages", "all", "--floor=clock")
+    hooks, progs = my_hooks()
+    assert hooks == ALL_HOOKS, hooks ^ ALL_HOOKS
+    size = lambda ps: {p["name"]: p["bytes_xlated"] for p in ps.values()}  # noqa: E731
+    assert all(size(progs)[n] < size(progs_full)[n] / 2 for n in size(progs)), \
+        (size(progs), size(progs_full))
+    before = links()
+    send_udp(N, port=5002)
+    wait_out(before, N)
+    maps = {m["id"]: m for m in json.loads(sh("bpftool", "-j", "map", "show").stdout)}
+    ids = {i for p in progs.values() for i in p.get("map_ids", ())}
+    (fc,) = [i for i in ids if maps[i].get("name") == "floor_clock"]
+    stamped = {number(e["key"]): max(number(v["value"]) for v in e["values"])
+               for e in json.loads(sh("bpftool", "-j", "map", "dump", "id", str(fc)).stdout)}
+    df, c = stopped(clock)
+    assert df.attrs["header"]["floor"] is True and df.attrs["header"]["floor_clock"] is True
+    assert len(df) == 0 and not any(c.values()), c
+    # the four stages of every forwarded packet read the clock (t0 too: --stages all)
+    for stage in ("t0", "t1", "t2", "t3", "t4"):
+        assert stamped[STAGE_NAMES.index(stage)] > 0, (stage, stamped)
+
+
+def number(x):
+    """bpftool's JSON number: an int, or (without BTF) its bytes in hex, little-endian."""
+    return x if isinstance(x, int) else int.from_bytes(bytes(int(b, 16) for b in x), "little")
