@@ -1,11 +1,15 @@
 """Children a command starts and must not outlive it: the recorder that
 `hopscope top` and `hopscope serve` run, a scenario's recorder and
-generators (traffic/run.py); and where the recorder's program is."""
+generators (traffic/run.py); the scratch folder such a command keeps for
+it; and where the recorder's program is."""
 import ctypes
 import os
+import re
 import select
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 
 _PACKAGE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -76,3 +80,43 @@ def start_attached(argv, timeout, **popen):
         os.close(ready_r)
         if ready_w is not None:
             os.close(ready_w)
+
+
+# a scratch folder whose owner is gone, untouched this long, is a leftover
+# (a live recorder rewrites its snapshot there every second)
+STALE_S = 60
+
+
+def scratch_dir(prefix):
+    """A new folder PREFIX<pid>-XXXXXXXX in the temporary directory, for this
+    process. A kill -9 leaves such a folder behind (nothing of its owner runs
+    to remove it), so first the earlier ones are removed whose owner is gone
+    and whose files are STALE_S old."""
+    tmp = tempfile.gettempdir()
+    mine = re.compile(re.escape(prefix) + r"(\d+)-[^/]+")
+    for name in os.listdir(tmp):
+        m = mine.fullmatch(name)
+        if m and not _alive(int(m[1])) and _untouched(os.path.join(tmp, name), STALE_S):
+            shutil.rmtree(os.path.join(tmp, name), ignore_errors=True)
+    return tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-")
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
+def _untouched(path, seconds):
+    """Nothing in the folder path (itself included) changed for seconds."""
+    since = time.time() - seconds
+    try:
+        times = [os.lstat(path).st_mtime] + [e.stat(follow_symlinks=False).st_mtime
+                                            for e in os.scandir(path)]
+    except OSError:
+        return False
+    return max(times) < since

@@ -7,10 +7,9 @@ import os
 import shutil
 import signal
 import subprocess
-import tempfile
 import time
 
-from .proc import HOPSCOPE, end_with_parent, start_attached
+from .proc import HOPSCOPE, end_with_parent, scratch_dir, start_attached
 
 READY_S = 60   # loading and attaching the probes; slow on a busy machine
 FIRST_S = 30   # its first snapshot, a second after it attached
@@ -28,7 +27,7 @@ class OwnRecorder:
     always, also on an error (top does it in a finally)."""
 
     def __init__(self, record_args):
-        self.dir = tempfile.mkdtemp(prefix="hopscope-top-")
+        self.dir = scratch_dir("hopscope-top-")
         self.snapshot = os.path.join(self.dir, "snapshot.json")
         self.err_path = os.path.join(self.dir, "recorder.stderr")
         self.p = None

@@ -17,12 +17,11 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 from . import metrics, snapshot
-from .proc import HOPSCOPE, end_with_parent
+from .proc import HOPSCOPE, end_with_parent, scratch_dir
 
 EPILOG = """\
 examples:
@@ -92,7 +91,7 @@ def run(args, parser):
         except snapshot.SnapshotError as e:
             print(f"hopscope serve: {e}", file=sys.stderr)
             return 1
-    tmp = tempfile.mkdtemp(prefix="hopscope-serve-") if args.record else None
+    tmp = scratch_dir("hopscope-serve-") if args.record else None
     try:
         path = args.snapshot or os.path.join(tmp, "snapshot.json")
         try:
