@@ -101,6 +101,9 @@ HS_EXTERN struct {
 
 HS_EXTERN volatile __u32 hs_tapped HS_ZERO;
 
+/* by_skb's value for a tapped packet --sample left out (no seq is all ones) */
+#define HS_SEQ_UNSAMPLED (~0ull)
+
 /* --floor=clock: each stage's last clock read, per CPU (kept so that the
  * read is not optimised away; nobody reads it) */
 HS_EXTERN struct {
@@ -109,8 +112,6 @@ HS_EXTERN struct {
 	__type(value, __u64);
 	__uint(max_entries, HS_NSTAGES);
 } floor_clock SEC(".maps");
-/* by_skb's value for a tapped packet --sample left out (no seq is all ones) */
-#define HS_SEQ_UNSAMPLED (~0ull)
 
 /* --sample: t1 traces one packet in this many (0 or 1: every packet).
  * Userspace rewrites it while the programs run (--sample auto), so it is
