@@ -204,6 +204,10 @@ def test_the_default_minimum_is_one_arrival_gap():
     df = frame([0, 10_000, 20_000], [100] * 3, [200] * 3, [300] * 3, t0=[0, 4000, 30_000])
     assert arrival_gap_ns(df) == 15_000 and arrival_gap_ns(df, "t1") == 10_000
     assert arrival_gap_ns(frame([5], [6], [7], [8])) is None
+    # a stray packet a second after the traffic (a generator's signalling)
+    t1 = [i * 100_000 for i in range(1000)] + [10**9]
+    df = frame(t1, [t + 800 for t in t1], [t + 900 for t in t1], [t + 950 for t in t1])
+    assert arrival_gap_ns(df) == 100_000
 
 
 def test_idle_floor_unknown_when_the_router_is_never_idle():
