@@ -413,9 +413,11 @@ def coffee_every_390(conditions):
         parts = []
         for name, found in by.items():
             stat = {k: [st[k] for _, st in found] for k in ("mode", "median", "mean")}
+            few = sum(st["count"] == 0 for _, st in found)
             parts.append(f"≥ {name} {span([x / 1000 for x, _ in found], '{:.3g}')} µs: mode "
                          f"{span(stat['mode'])} (median {span(stat['median'])}, mean "
-                         f"{span(stat['mean'])})")
+                         f"{span(stat['mean'])})"
+                         + (f", under two breaks in {few} of {len(found)} runs" if few else ""))
         oks = [lo <= m <= hi for m in modes]  # a NaN mode (under two breaks) fails
         items.append(Item(c.name, "; ".join(parts) or "no break counted",
                           judge(oks) if enough(c) else UNKNOWN,
