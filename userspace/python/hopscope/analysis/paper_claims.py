@@ -397,8 +397,8 @@ def queues_limited_competitive(conditions):
 def coffee_every_390(conditions):
     """Each Type1 condition judged at every threshold fixed before looking,
     in every repetition: holds where all pass, cannot tell where they
-    disagree. Fewer than two breaks fail (runs of paper length: 15000
-    packets or more, where breaks every ~390 packets would be dozens)."""
+    disagree. Fewer than two breaks fail (in runs of thousands of packets,
+    where breaks every ~390 packets would be dozens)."""
     def span(values, fmt="{:.0f}"):  # median (min–max), as an item shows its values
         return item("", values, (), fmt).value
 
