@@ -138,9 +138,8 @@ def sweep(f, label, table):
             for r in table.itertuples()]
     fig.table(ax_t, rows, ["arrival", "threshold", "judged", "idle floor", "min (µs)",
                            "breaks", "shorter", "total (µs)", "mode", "median", "mean"],
-              "every threshold: fixed, one arrival gap, or the idle floor at a quantile (at "
-              f"least {coffee.DEFAULT_MIN_NS / 1000:g} µs; none with fewer than "
-              f"{coffee.IDLE_TAIL_PACKETS} idle waits above it). judged: fixed before looking "
-              "at the interoccurrence, the paper's claim is judged at each", fontsize=7)
+              f"every threshold, at least {coffee.DEFAULT_MIN_NS / 1000:g} µs (an idle floor "
+              f"needs {coffee.IDLE_TAIL_PACKETS} idle waits above it); judged: fixed before "
+              "looking, the paper's claim is judged at each", fontsize=7)
     f.suptitle(f"{label}: coffee breaks against the shortest break counted "
                "(the default: one arrival gap)")
