@@ -81,8 +81,10 @@ def output_queue_max(p):
 
 
 def arrival_gap(p, arrival):
-    """The mean time between two arrivals: their span over their number less one."""
+    """The mean time between two arrivals over the middle ones (1 % of them
+    left out at each end): their span over their number less one."""
     t = np.sort(p.t[arrival][p.t[arrival] != 0])
+    t = t[len(t) // 100:len(t) - len(t) // 100]
     return int((t[-1] - t[0]) // (len(t) - 1))
 
 
