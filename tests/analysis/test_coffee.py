@@ -6,8 +6,9 @@ import pytest
 
 from frames import BIG, frame
 from hopscope.analysis import analyse
-from hopscope.analysis.coffee import (DEFAULT_MIN_NS, at_least, coffee_breaks, idle_floor_ns,
-                                     interoccurrence, interoccurrence_stats, sweep)
+from hopscope.analysis.coffee import (DEFAULT_MIN_NS, arrival_gap_ns, at_least, coffee_breaks,
+                                     floor_of, idle_floor_ns, interoccurrence,
+                                     interoccurrence_stats, sweep)
 
 
 def pipeline(n, planted=(), dropped=(), ip_len=None, base=BIG):
@@ -170,15 +171,43 @@ def test_against_brute_force(seed):
 
 
 def test_idle_floor_is_the_idle_arrivals_wait_quantile():
-    # 1000 packets 100 µs apart (each finds the router idle), d_iq = 1000 + i ns
-    n = 1000
+    # 2001 packets 100 µs apart (each finds the router idle), d_iq = 1000 + i ns
+    n = 2001
     t1 = [i * 100_000 for i in range(n)]
     t2 = [t + 1000 + i for i, t in enumerate(t1)]
     df = frame(t1, t2, [t + 300 for t in t2], [t + 600 for t in t2])
-    # the first packet has no predecessor: 999 idle arrivals, d_iq 1001..1999
-    assert idle_floor_ns(df, 0.5) == 1500
-    assert idle_floor_ns(df) == int(np.quantile(np.arange(1001, 2000), 0.999))
-    assert analyse(df).min_break_ns == idle_floor_ns(df)
+    # the first packet has no predecessor: 2000 idle arrivals, d_iq 1001..3000
+    assert idle_floor_ns(df, 0.5) == 2000
+    assert idle_floor_ns(df, 0.99) == int(np.quantile(np.arange(1001, 3001), 0.99))
+    # p99.9 of 2000 waits would be the second longest of them: no floor
+    assert idle_floor_ns(df) is None
+
+
+def test_a_floor_needs_ten_waits_above_it():
+    assert floor_of(np.arange(1000), 0.99) == int(np.quantile(np.arange(1000), 0.99))
+    assert floor_of(np.arange(999), 0.99) is None
+    assert floor_of(np.arange(10_000), 0.999) is not None
+    assert floor_of(np.arange(99_999), 0.9999) is None
+    assert floor_of(np.zeros(0), 0.5) is None
+
+
+def test_the_default_minimum_is_one_arrival_gap():
+    # 100 µs apart: the gap, whatever the waits
+    t1 = [i * 100_000 for i in range(50)]
+    df = frame(t1, [t + 800 for t in t1], [t + 900 for t in t1], [t + 950 for t in t1])
+    assert arrival_gap_ns(df) == 100_000 == analyse(df).min_break_ns
+    # 500 ns apart: the gap is under the least, the paper's 1 µs resolution
+    t1 = [i * 500 for i in range(50)]
+    df = frame(t1, [t + 100 for t in t1], [t + 200 for t in t1], [t + 300 for t in t1])
+    assert arrival_gap_ns(df) == 500 and analyse(df).min_break_ns == DEFAULT_MIN_NS
+    # from t0 when recorded: its own span
+    df = frame([0, 10_000, 20_000], [100] * 3, [200] * 3, [300] * 3, t0=[0, 4000, 30_000])
+    assert arrival_gap_ns(df) == 15_000 and arrival_gap_ns(df, "t1") == 10_000
+    assert arrival_gap_ns(frame([5], [6], [7], [8])) is None
+    # a stray packet a second after the traffic (a generator's signalling)
+    t1 = [i * 100_000 for i in range(1000)] + [10**9]
+    df = frame(t1, [t + 800 for t in t1], [t + 900 for t in t1], [t + 950 for t in t1])
+    assert arrival_gap_ns(df) == 100_000
 
 
 def test_idle_floor_unknown_when_the_router_is_never_idle():
@@ -186,7 +215,6 @@ def test_idle_floor_unknown_when_the_router_is_never_idle():
     t1 = [i * 1000 for i in range(n)]
     df = frame(t1, [t + 800 for t in t1], [t + 900 for t in t1], [t + 950 for t in t1])
     assert idle_floor_ns(df) is None
-    assert analyse(df).min_break_ns == DEFAULT_MIN_NS
 
 
 def test_a_higher_minimum_keeps_the_longer_breaks_and_recounts_between_them():
@@ -243,7 +271,7 @@ def idle_pipeline():
 
 def test_sweep_on_a_planted_trace():
     df = idle_pipeline()
-    sw = sweep(df, min_us=(0.5, 2, 25), quantiles=(0.5, 0.99))
+    sw = sweep(df, min_us=(0.5, 2, 25), quantiles=(0.5, 0.9, 0.99))
     assert list(sw["arrival"].unique()) == ["t0", "t1"]
     assert sw["packets"].eq(1900).all()
     t1 = sw[sw["arrival"] == "t1"].set_index(["rule", "min_ns"])
@@ -262,9 +290,12 @@ def test_sweep_on_a_planted_trace():
     # the waits at or above it are still counted, with the 3 µs breaks
     waits = np.r_[np.tile(1000 + np.arange(100) * 10, 4)[1:], 400]
     floor = sw[(sw["arrival"] == "t1") & (sw["rule"] == "idle floor")].set_index("quantile")
-    for q in (0.5, 0.99):
+    # p99 of 400 waits would be their fifth longest: no floor, not judged
+    assert np.isnan(floor.loc[0.99, "floor_ns"]) and floor.loc[0.99, "min_ns"] == DEFAULT_MIN_NS
+    assert list(floor["judged"]) == [True, True, False]
+    for q in (0.5, 0.9):
         least = int(np.quantile(waits, q))
-        assert floor.loc[q, "floor_ns"] == np.quantile(waits, q)
+        assert floor.loc[q, "floor_ns"] == least
         assert floor.loc[q, "min_ns"] == least == idle_floor_ns(df, q, "t1")
         assert floor.loc[q, "breaks"] == np.count_nonzero(waits[:-1] >= least) + 3
     # from t0 each idle packet waits 20 µs more, so its floor is 20 µs higher,
@@ -274,8 +305,12 @@ def test_sweep_on_a_planted_trace():
     assert t0.loc[("fixed", 25_000)]["breaks"] == 0
     f0 = sw[(sw["arrival"] == "t0") & (sw["rule"] == "idle floor")].set_index("quantile")
     from_t0 = waits + np.r_[[20_000] * 399, 100]
-    assert f0.loc[0.99, "min_ns"] == int(np.quantile(from_t0, 0.99))
-    assert f0.loc[0.99, "breaks"] == np.count_nonzero(from_t0 >= f0.loc[0.99, "min_ns"])
+    assert f0.loc[0.9, "min_ns"] == int(np.quantile(from_t0, 0.9))
+    assert f0.loc[0.9, "breaks"] == np.count_nonzero(from_t0 >= f0.loc[0.9, "min_ns"])
+    # one arrival gap, judged from both arrivals: longer than every break here
+    gap = sw[sw["rule"] == "arrival gap"].set_index("arrival")
+    assert gap.loc["t1", "min_ns"] == arrival_gap_ns(df, "t1") > 25_000
+    assert gap["judged"].all() and gap["breaks"].eq(0).all()
     # the same numbers as finding the breaks anew at each minimum
     for r in sw.itertuples():
         b = coffee_breaks(df, r.min_ns, r.arrival)
@@ -289,5 +324,6 @@ def test_sweep_without_an_idle_router_has_no_floor():
     assert list(sw["arrival"].unique()) == ["t1"]
     floor = sw[sw["rule"] == "idle floor"]
     assert floor["floor_ns"].isna().all() and (floor["min_ns"] == DEFAULT_MIN_NS).all()
+    assert not floor["judged"].any() and not sw[sw["rule"] == "fixed"]["judged"].any()
     assert list(sw[sw["rule"] == "fixed"]["min_ns"]) == [500, 1000, 2000, 5000, 10000, 20000]
     assert list(sw[sw["rule"] == "fixed"]["breaks"]) == [2, 2, 2, 2, 0, 0]

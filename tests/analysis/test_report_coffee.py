@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 from hopscope.record import format as fmt, synth  # noqa: E402
 from hopscope.record.load import load  # noqa: E402
 from hopscope.analysis import analyse  # noqa: E402
-from hopscope.analysis.coffee import coffee_breaks, idle_floor_ns  # noqa: E402
+from hopscope.analysis.coffee import coffee_breaks, default_min_ns  # noqa: E402
 from hopscope.report import coffee  # noqa: E402
 from hopscope.report.page import plt  # noqa: E402
 
@@ -58,13 +58,13 @@ def test_both_arrivals_and_the_sweep_are_shown(run):
                   "interoccurrence from t1", "mode", "median", "mean", "the paper: ~390",
                   "breaks from t0; d_iq and the queue pages from t1"):
         assert words in first, words
-    # the breaks counted from each arrival at its own idle floor, as in the table
+    # the breaks counted from each arrival at its own arrival gap, as in the table
     for arrival in ("t0", "t1"):
-        least = max(1000, idle_floor_ns(run, arrival=arrival) or 0)
+        least = default_min_ns(run, arrival)
         assert f"{least / 1000:.2f}" in first
         assert str(len(coffee_breaks(run, least, arrival))) in first
-    for words in ("idle p99", "idle p99.9", "idle p99.99", "fixed", "0.50", "20.00",
-                  "shortest break counted (µs)"):
+    for words in ("idle p99", "idle p99.9", "idle p99.99", "fixed", "arrival gap", "judged",
+                  "0.50", "20.00", "shortest break counted (µs)"):
         assert words in sweep, words
 
 

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from .busy import busy_periods, min_transit_by_size
-from .coffee import DEFAULT_MIN_NS, coffee_breaks, idle_floor_ns, interoccurrence
+from .coffee import coffee_breaks, default_min_ns, interoccurrence
 from .hist import relative_histogram
 from .interarrival import seen_sorted
 from .loss import loss_table
@@ -45,8 +45,8 @@ class Analysis:
 
 
 def analyse(df, resolution_ns=1000, min_break_ns=None):
-    """Analysis of one loaded run; min_break_ns None = the run's idle floor
-    (coffee.idle_floor_ns), at least coffee.DEFAULT_MIN_NS."""
+    """Analysis of one loaded run; min_break_ns None = the run's arrival gap,
+    at least coffee.DEFAULT_MIN_NS (coffee.default_min_ns)."""
     # numpy lets go of the GIL in its sorts, searches and array arithmetic:
     # independent steps run side by side, one per CPU (two here)
     with ThreadPoolExecutor(min(WORKERS, os.cpu_count() or 1)) as pool:
@@ -54,7 +54,7 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
             return pool.submit(f, df, *args)
         delays = start(_delays, resolution_ns)
         if min_break_ns is None:
-            min_break_ns = max(DEFAULT_MIN_NS, idle_floor_ns(df) or 0)
+            min_break_ns = default_min_ns(df)
         min_break_ns = int(min_break_ns)
         # the steps that keep nothing large first, those whose results stay
         # after: their temporaries then stack on less (fresh memory is slow on a VM)

@@ -171,7 +171,7 @@ def _draw_queues_coffee(f, c):
         ax.set_title(f"({'ab'[pc.QUEUES.index(queue)]}) {queue} queue size (time-weighted)")
     figures.counts_hist(axes[2], np.concatenate([r.interoccurrence for r in c.runs]),
                         "interoccurrence")
-    axes[2].set_xlabel("packets between coffee breaks")
+    axes[2].set_xlabel("packets between breaks (≥ one arrival gap)")
     axes[2].set_title("(c) coffee-break interoccurrence")
 
 

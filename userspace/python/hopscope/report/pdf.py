@@ -46,7 +46,7 @@ def add_arguments(p):
                    help="histogram bin width in µs, at least 0.001 (1 ns, the clock's unit; "
                         "default 1, as the paper)")
     p.add_argument("--min-break-us", type=_microseconds(0), default=None,
-                   help="shortest coffee break counted, µs (default: the run's idle floor, at least 1)")
+                   help="shortest coffee break counted, µs (default: one arrival gap, at least 1)")
     p.epilog = ("examples:\n"
                 "  hopscope report run.hsr -o run.pdf\n"
                 "  hopscope report 20B.hsr 550B.hsr 1400B.hsr --labels 20B,550B,1400B -o sizes.pdf")
