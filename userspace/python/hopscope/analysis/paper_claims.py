@@ -305,19 +305,25 @@ def judge(oks):
     return HOLDS if all(oks) else FAILS if not any(oks) else UNKNOWN
 
 
+def spread_text(values, fmt="{:.0f}"):
+    """The finite values (each as fmt) as median (min–max); one value alone;
+    "no value" without any."""
+    v = np.asarray(values, np.float64)
+    finite = v[np.isfinite(v)]
+    if not len(finite):
+        return "no value"
+    if finite.min() == finite.max():
+        return fmt.format(finite[0])
+    return (f"{fmt.format(np.median(finite))} "
+            f"({fmt.format(finite.min())}–{fmt.format(finite.max())})")
+
+
 def item(where, values, oks, fmt, unit="", runs_ok=True):
     """An Item: the values (each as fmt) as median (min–max) unit, judged
     unless a condition had too few repetitions."""
     v = np.asarray(values, np.float64)
     finite = v[np.isfinite(v)]
-    if not len(finite):
-        text = "no value"
-    elif finite.min() == finite.max():
-        text = fmt.format(finite[0])
-    else:
-        text = (f"{fmt.format(np.median(finite))} "
-                f"({fmt.format(finite.min())}–{fmt.format(finite.max())})")
-    return Item(where, f"{text} {unit}".strip(),
+    return Item(where, f"{spread_text(v, fmt)} {unit}".strip(),
                 judge(list(oks)) if runs_ok and len(finite) == len(v) else UNKNOWN,
                 float(np.median(finite)) if len(finite) else np.nan)
 
@@ -399,9 +405,6 @@ def coffee_every_390(conditions):
     in every repetition: holds where all pass, cannot tell where they
     disagree. Fewer than two breaks fail (in runs of thousands of packets,
     where breaks every ~390 packets would be dozens)."""
-    def span(values, fmt="{:.0f}"):  # median (min–max), as an item shows its values
-        return item("", values, (), fmt).value
-
     items = []
     lo, hi = COFFEE_RANGE
     for c in of_set(conditions, "Type1"):
@@ -414,9 +417,9 @@ def coffee_every_390(conditions):
         for name, found in by.items():
             stat = {k: [st[k] for _, st in found] for k in ("mode", "median", "mean")}
             few = sum(st["count"] == 0 for _, st in found)
-            parts.append(f"≥ {name} {span([x / 1000 for x, _ in found], '{:.3g}')} µs: mode "
-                         f"{span(stat['mode'])} (median {span(stat['median'])}, mean "
-                         f"{span(stat['mean'])})"
+            shortest = spread_text([x / 1000 for x, _ in found], "{:.3g}")
+            mode, median, mean = (spread_text(stat[k]) for k in ("mode", "median", "mean"))
+            parts.append(f"≥ {name} {shortest} µs: mode {mode} (median {median}, mean {mean})"
                          + (f", under two breaks in {few} of {len(found)} runs" if few else ""))
         oks = [lo <= m <= hi for m in modes]  # a NaN mode (under two breaks) fails
         items.append(Item(c.name, "; ".join(parts) or "no break counted",
