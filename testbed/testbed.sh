@@ -62,6 +62,9 @@ Commands:
                 making anything (the same code as up's)
   relink ROLE   delete ROLE's (sender1, sender2, receiver) link and make it again:
                 the router's interface returns with a new ifindex (rps, inline)
+  shield        an up with --shield: move the tasks started since then off
+                the kept CPUs too (a benchmark runs it before each
+                measurement: on a shared machine others start work meanwhile)
   cpu ROLE      CPU list to pin ROLE (sender, router, receiver) to, for taskset -c
   sink          packets and bytes the receiver's XDP sink has dropped so far
   help          this text
@@ -878,6 +881,16 @@ status_json() {
 	[ "${#out[@]}" = 0 ]
 }
 
+cmd_shield() {
+	[ $# = 0 ] || hs_die "shield takes no options"
+	hs_state_load || hs_die "the testbed is not up: run ${0##*/} up --shield router"
+	[ "$HS_TB_SHIELD" = 1 ] || hs_die "the testbed is up without --shield"
+	SHIELD=1
+	read -r -a SHIELD_CPUS <<<"$HS_TB_SHIELD_CPUS"
+	CPU_ROUTER=$HS_TB_CPU_ROUTER
+	set_shield
+}
+
 # ---- cpu, sink ----------------------------------------------------------------
 
 cmd_cpu() {
@@ -909,7 +922,7 @@ main() {
 	[ $# = 0 ] || shift
 	check_prefix
 	case $cmd in
-	up | down | relink)
+	up | down | relink | shield)
 		[ "$(id -u)" = 0 ] || hs_die "$cmd: must run as root"
 		mkdir -p "$HS_STATE_DIR"
 		# one up or down at a time on this machine (napi mode spots its

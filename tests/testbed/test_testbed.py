@@ -6,6 +6,7 @@ finalizer, whatever the test did.
 """
 import json
 import os
+import re
 import shlex
 import subprocess
 import shutil
@@ -451,6 +452,30 @@ def test_shield_keeps_the_router_cpu_and_gives_it_back(own, sleepers, mode, rout
     assert os.sched_getaffinity(0) == own.me
     assert os.sched_getaffinity(repinned) == {router}
     assert WQ_MASK.read_text() == own.wq
+    assert not (own.dir / "shield-saved").exists()
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
+def test_shield_again_moves_tasks_started_since_up(own, sleepers):
+    """`shield` while up: a task started after up leaves the router's CPU
+    too, and down gives it back like the others."""
+    router = os.cpu_count() - 1
+    every = set(range(os.cpu_count()))
+    r = run([str(TESTBED), "shield"], env=own.env)
+    assert r.returncode == 1 and "not up" in r.stderr
+    tb("up", "--no-shield", env=own.env)
+    r = run([str(TESTBED), "shield"], env=own.env)
+    assert r.returncode == 1 and "without --shield" in r.stderr
+    tb("down", env=own.env)
+    tb("up", "--shield", "router", env=own.env)
+    late = sleepers(every)
+    assert os.sched_getaffinity(late) == every
+    # others' tasks may start meanwhile: the count is at least ours
+    moved = re.search(r"shield: moved (\d+) tasks", tb("shield", env=own.env))
+    assert moved and int(moved[1]) >= 1
+    assert os.sched_getaffinity(late) == every - {router}
+    tb("down", env=own.env)
+    assert os.sched_getaffinity(late) == every
     assert not (own.dir / "shield-saved").exists()
 
 
