@@ -47,6 +47,26 @@ def test_the_table_holds_the_machine_rounds_and_spread(tmp_path):
         assert f"({min(ratios):.3f}–{max(ratios):.3f})" in text
 
 
+def test_the_floor_goal_and_the_windows_measured_again_are_said(tmp_path):
+    res = json.load(open(JSON))
+    readme = tmp_path / "README.md"
+    for pps, repeated, verdict in ((0.5, 0, "NOT met"), (1.0, 2, "met")):
+        for r in res["rounds"]:  # traced as fast as the floor, or half of it
+            for p in r:
+                r[p]["traced"]["pps"] = r[p]["floor"]["pps"] * pps
+                r[p]["traced"]["repeated"] = repeated
+        for p in res["summary"]:
+            res["summary"][p]["repeated"] = repeated * len(res["rounds"])
+        changed = tmp_path / "overhead.json"
+        changed.write_text(json.dumps(res))
+        readme.write_text(open(README).read())
+        assert table("--json", changed, "--readme", readme).returncode == 0
+        text = readme.read_text()
+        assert f"traced/floor ≥ 0.93 is {verdict}; the lowest median is {pps:.3f}" in text
+        n = repeated * len(res["rounds"]) * len(res["summary"])
+        assert (f"{n} windows were measured again" in text) == bool(repeated)
+
+
 def test_user_errors_are_said_without_a_traceback(tmp_path):
     no_markers = tmp_path / "README.md"
     no_markers.write_text("# a README without the table's markers\n")
