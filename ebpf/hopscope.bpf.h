@@ -47,10 +47,23 @@ HS_EXTERN struct {
 	__uint(max_entries, 1);
 } seqno SEC(".maps");
 
+/* the hand-over of records (include/hopscope.h, struct hs_ring_pos): per
+ * CPU 2^cfg_ring_shift records, and the two positions of each CPU's ring */
 HS_EXTERN struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 1 << 24);	/* set by the loader (--ring) */
-} records SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct hs_record);
+	__uint(max_entries, 1);		/* set by the loader: possible CPUs << shift */
+} ring SEC(".maps");
+
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct hs_ring_pos);
+	__uint(max_entries, 1);		/* set by the loader: possible CPUs */
+} ring_pos SEC(".maps");
 
 /*
  * t0 (arrival) by packet key: no skb or metadata exists yet at XDP's side.
@@ -207,8 +220,7 @@ HS_EXTERN struct hs_flight_trigger hs_flight_trig HS_ZERO;
 HS_EXTERN const volatile __u64 cfg_netns_inum HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_slot_shift HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_stages HS_ZERO;
-/* force a wakeup once this much is waiting; below it the reader polls */
-HS_EXTERN const volatile __u64 cfg_wakeup_bytes HS_ZERO;
+HS_EXTERN const volatile __u32 cfg_ring_shift HS_ZERO;
 /* --floor (HS_FLOOR_EMPTY, HS_FLOOR_CLOCK): every program returns at once
  * (the verifier drops the rest), so a run measures what the hooks alone
  * cost, the floor no tracer there can beat; or after one clock read, the
@@ -530,18 +542,9 @@ static __always_inline void hs_tap_note(const struct sk_buff *skb, __u64 seq)
 		hs_tapped = 1;
 }
 
-/* force a wakeup when a quarter of the ring waits; asked on one record in
- * 64 (the query cost ~9 ns a record, and the threshold is thousands of
- * records away), the reader's poll takes the rest */
-static __always_inline __u64 hs_wakeup_flag(__u64 seq)
-{
-	return !(seq & 63) && bpf_ringbuf_query(&records, BPF_RB_AVAIL_DATA) >= cfg_wakeup_bytes ?
-	       BPF_RB_FORCE_WAKEUP : BPF_RB_NO_WAKEUP;
-}
-
 /*
- * The first half of handing a record over: a copy of the slot in the ring
- * buffer (NULL: the ring is full), for the caller to add what the leaving
+ * The first half of handing a record over: a copy of the slot in this CPU's
+ * ring (NULL: the ring is full), for the caller to add what the leaving
  * stage knows, then hs_emit_commit. now: the leaving stage's instant, when
  * it has one (0: read here if a flight entry needs it).
  */
@@ -549,6 +552,7 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 							__u64 now)
 {
 	struct hs_record *out;
+	__u32 mark = 0;
 
 	if (cfg_hist == HS_HIST_AGGREGATE) {
 		/* no ring: the flight recorder's entry, when it is on */
@@ -571,31 +575,55 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 		e->at = now ?: bpf_ktime_get_ns();
 		out = &e->r;
 	} else {
-		out = bpf_ringbuf_reserve(&records, sizeof(*out), 0);
+		__u32 cpu = bpf_get_smp_processor_id(), n = 1u << cfg_ring_shift, i;
+		struct hs_ring_pos *p = bpf_map_lookup_elem(&ring_pos, &cpu);
+		__u64 place;
+
+		if (!p)
+			return NULL;
+		if (HS_READ_ONCE(p->claim) - p->read_seen >= n - HS_RING_SLACK) {
+			p->read_seen = HS_READ_ONCE(p->read);
+			if (HS_READ_ONCE(p->claim) - p->read_seen >= n - HS_RING_SLACK)
+				return NULL;
+		}
+		place = __sync_fetch_and_add(&p->claim, 1);
+		i = cpu << cfg_ring_shift | ((__u32)place & (n - 1));
+		/* never NULL (cpu < possible CPUs): a place claimed and never
+		 * committed would stop the recorder's reading of this ring */
+		out = bpf_map_lookup_elem(&ring, &i);
 		if (!out)
 			return NULL;
+		/* anything but the commit mark until hs_emit_commit */
+		mark = ~hs_ring_token(place);
 	}
 	__builtin_memcpy(out, rec, sizeof(*out));
 	out->status = status;
-	out->flow = 0;
+	out->flow = mark;
 	out->done = 0;
 	return out;
 }
 
+/* the ring's commit mark, last: the record's stores come before it, since
+ * the caller's fetching atomic (fully ordered) sits between them */
+static __always_inline void hs_ring_commit(struct hs_record *out)
+{
+	out->flow = ~out->flow;
+}
+
 /*
- * The second half: release the slot if it is still seq's; submit the copy if
- * it was, discard it if someone else released the slot first (false: the
- * packet left by the other way, which counted it).
+ * The second half: release the slot if it is still seq's; commit the copy if
+ * it was, give it up (seq 0, passed over) if someone else released the slot
+ * first (false: the packet left by the other way, which counted it).
  */
 static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 					   struct hs_record *out, __u8 status)
 {
 	if (!hs_release(rec, seq)) {
-		/* a flight entry discarded is an empty one (seq 0) */
-		if (out && cfg_hist == HS_HIST_AGGREGATE)
-			out->seq = 0;
-		else if (out)
-			bpf_ringbuf_discard(out, BPF_RB_NO_WAKEUP);
+		/* a flight entry given up is an empty one (seq 0) */
+		if (out)
+			__sync_lock_test_and_set(&out->seq, 0);
+		if (out && cfg_hist != HS_HIST_AGGREGATE)
+			hs_ring_commit(out);
 		return false;
 	}
 	if (!out) {
@@ -606,9 +634,10 @@ static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 			hs_count(HS_C_RB_FAIL_COMPLETE);
 		return true;
 	}
-	out->seq = seq;
+	/* out->seq is seq: a seq is never reused, so a slot that held another
+	 * when it was copied could not be released as seq's */
 	if (cfg_hist != HS_HIST_AGGREGATE)
-		bpf_ringbuf_submit(out, hs_wakeup_flag(seq));
+		hs_ring_commit(out);
 	return true;
 }
 

@@ -158,6 +158,35 @@ static inline __u32 hs_seq_cpu(__u64 seq)
 }
 
 /*
+ * The eBPF backend's hand-over of records: per CPU a ring of 2^n records in
+ * an mmapable array (the recorder maps it), and these two positions, each on
+ * its own cache line. A program claims a place with a fetching add on claim
+ * (a program on the same CPU may interrupt another's hand-over), fills the
+ * record, and commits it last by turning its `flow` into hs_ring_token of
+ * its place. The recorder reads in order while the token is there, then
+ * moves read on; a program finds the ring full when claim is
+ * HS_RING_SLACK places short of a lap past read (room for nested claims),
+ * and counts the record lost. A committed record with seq 0 was given up
+ * (its packet left by another way) and is passed over. Measured against
+ * the kernel's BPF ring buffer: docs/measurements.md.
+ */
+struct hs_ring_pos {
+	__u64 claim;		/* places taken by the programs */
+	__u64 read_seen;	/* the programs' copy of read, taken when the ring
+				 * looks full: read's line stays the recorder's */
+	__u64 pad0[6];
+	__u64 read;		/* places the recorder is done with */
+	__u64 pad1[7];
+};
+#define HS_RING_SLACK 16
+
+/* a place's commit mark: never the mark of the place a lap before, never 0 */
+static inline __u32 hs_ring_token(__u64 place)
+{
+	return (__u32)place | 0x80000000u;
+}
+
+/*
  * What XDP leaves in the packet's metadata area (in front of the MAC header,
  * carried into the skb) so that later stages find the packet's slot without a
  * hash lookup. The last 4 bytes are padding: neigh_hh_output copies 16 bytes

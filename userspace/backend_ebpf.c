@@ -2,7 +2,7 @@
 /*
  * The eBPF backend: loads the stage programs, attaches them with BPF links
  * only (a link dies with its process, so even SIGKILL leaves nothing
- * attached), drains the ring buffer, and at stop hands over the packets
+ * attached), drains the record rings, and at stop hands over the packets
  * still in flight from the slot table.
  */
 #include <errno.h>
@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -28,7 +29,11 @@
 
 struct ebpf {
 	struct hopscope_bpf *skel;
-	struct ring_buffer *rb;
+	/* the hand-over rings (include/hopscope.h, struct hs_ring_pos), mapped */
+	struct hs_record *ring;
+	struct hs_ring_pos *ring_pos;
+	size_t ring_size, ring_pos_size;
+	uint32_t ring_shift;
 	struct bpf_link *links[HS_MAX_LINKS];
 	int nlinks;
 	int xdp_fds[HS_MAX_IFACES];
@@ -64,16 +69,60 @@ static void meta_works(struct ebpf *e, uint32_t ifindex)
 		}
 }
 
-static int on_sample(void *ctx, void *data, size_t size)
+/*
+ * Every committed record of every CPU's ring, in each ring's order, to the
+ * callback; a ring's reading stops at a place a program is still filling.
+ * A callback's failure ends it (the record is taken, as the callback counts
+ * what it could not store): the error, else the records handed over.
+ */
+static int ring_drain(struct ebpf *e)
 {
-	struct ebpf *e = ctx;
-	const struct hs_record *r = data;
+	uint32_t mask = (1u << e->ring_shift) - 1;
+	int got = 0;
 
-	if (size < sizeof(struct hs_record))
-		return 0;
-	if (e->meta_open)
-		meta_works(e, r->in_ifindex);
-	return e->cb(e->cb_ctx, r);
+	for (int c = 0; c < e->ncpu; c++) {
+		struct hs_ring_pos *p = &e->ring_pos[c];
+		uint64_t read = p->read, claim = __atomic_load_n(&p->claim, __ATOMIC_ACQUIRE);
+		int err = 0;
+
+		for (; read != claim && !err; read++) {
+			const struct hs_record *at =
+				&e->ring[(size_t)c << e->ring_shift | (read & mask)];
+			struct hs_record r;
+
+			if (__atomic_load_n(&at->flow, __ATOMIC_ACQUIRE) != hs_ring_token(read))
+				break;
+			r = *at;
+			if (!r.seq)
+				continue;	/* given up: its packet left by another way */
+			if (e->meta_open)
+				meta_works(e, r.in_ifindex);
+			got++;
+			err = e->cb(e->cb_ctx, &r);
+		}
+		/* the place is the programs' again once the copy is made */
+		__atomic_store_n(&p->read, read, __ATOMIC_RELEASE);
+		if (err)
+			return err;
+	}
+	return got;
+}
+
+/* records per CPU ring: the --ring bytes shared by the CPUs, a power of 2,
+ * at least HS_RING_MIN (an aggregate run hands nothing over: that least) */
+#define HS_RING_MIN_SHIFT 6
+#define HS_RING_MAX_SHIFT 24
+
+static uint32_t ring_shift(const struct hs_config *cfg, int ncpu)
+{
+	uint64_t n = cfg->ringbuf_bytes / ncpu / sizeof(struct hs_record);
+	uint32_t shift = HS_RING_MIN_SHIFT;
+
+	if (cfg->hist == HS_HIST_AGGREGATE)
+		return shift;
+	while (shift < HS_RING_MAX_SHIFT && (2ull << shift) <= n)
+		shift++;
+	return shift;
 }
 
 static int libbpf_quiet(enum libbpf_print_level level, const char *fmt, va_list ap)
@@ -208,7 +257,8 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_netns_inum = cfg->netns_inum;
 	s->rodata->cfg_slot_shift = shift;
 	s->rodata->cfg_stages = cfg->stages;
-	s->rodata->cfg_wakeup_bytes = cfg->ringbuf_bytes / 4;
+	e->ring_shift = ring_shift(cfg, ncpu);
+	s->rodata->cfg_ring_shift = e->ring_shift;
 	s->rodata->cfg_floor = cfg->floor;
 	s->rodata->cfg_hist = cfg->hist;
 	s->rodata->cfg_flight_n = cfg->flight_n;
@@ -227,9 +277,8 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 			s->bss->hs_out_if[e->out_pos[i]] = cfg->ifaces[i].ifindex;
 	}
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
-	/* aggregate: no record ever goes through the ring, so the least one */
-	bpf_map__set_max_entries(s->maps.records, cfg->hist == HS_HIST_AGGREGATE ?
-				 (size_t)sysconf(_SC_PAGESIZE) : cfg->ringbuf_bytes);
+	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);
+	bpf_map__set_max_entries(s->maps.ring_pos, ncpu);
 	autoload(cfg, s);
 	return 0;
 }
@@ -315,7 +364,7 @@ static void describe(struct hs_backend *b, const struct ebpf *e, const struct hs
 	js_open(&b->info, NULL, '{');
 	js_u64(&b->info, "possible_cpus", e->ncpu);
 	js_u64(&b->info, "slots", bpf_map__max_entries(e->skel->maps.slots));
-	js_u64(&b->info, "ringbuf_bytes", bpf_map__max_entries(e->skel->maps.records));
+	js_u64(&b->info, "ring_records", bpf_map__max_entries(e->skel->maps.ring));
 	js_close(&b->info, '}');
 }
 
@@ -327,7 +376,7 @@ static void describe(struct hs_backend *b, const struct ebpf *e, const struct hs
  * use the new map value"; the kernel's BPF selftests wait the same way,
  * kern_sync_rcu). Every stage here is non-sleepable and runs inside an RCU
  * read-side section (XDP, netfilter, tcx and tracepoints alike), so after a
- * detach this is the moment the slot table and the ring buffer stop changing.
+ * detach this is the moment the slot table and the record rings stop changing.
  * The maps are made at open, so stop needs no allocation.
  */
 static int synchronize_init(struct ebpf *e)
@@ -347,6 +396,29 @@ static int synchronize(struct ebpf *e)
 	__u32 zero = 0;
 
 	return bpf_map_update_elem(e->sync_outer, &zero, &e->sync_inner, BPF_ANY) ? -errno : 0;
+}
+
+/* the hand-over rings and their positions, mapped: read by ring_drain */
+static int map_rings(struct ebpf *e)
+{
+	int ring = bpf_map__fd(e->skel->maps.ring), pos = bpf_map__fd(e->skel->maps.ring_pos);
+	void *p;
+
+	e->ring_size = hs_page_round((size_t)bpf_map__max_entries(e->skel->maps.ring) *
+				     sizeof(struct hs_record));
+	p = mmap(NULL, e->ring_size, PROT_READ, MAP_SHARED, ring, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	e->ring = p;
+	e->ring_pos_size = hs_page_round((size_t)e->ncpu * sizeof(struct hs_ring_pos));
+	p = mmap(NULL, e->ring_pos_size, PROT_READ | PROT_WRITE, MAP_SHARED, pos, 0);
+	if (p == MAP_FAILED)
+		goto fail;
+	e->ring_pos = p;
+	return 0;
+fail:
+	fprintf(stderr, "hopscope: cannot map the record rings: %s\n", strerror(errno));
+	return -errno;
 }
 
 static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
@@ -395,12 +467,7 @@ static int ebpf_open(struct hs_backend *b, struct hs_config *cfg)
 	if (err)
 		return err;
 	describe(b, e, cfg);
-	e->rb = ring_buffer__new(bpf_map__fd(e->skel->maps.records), on_sample, e, NULL);
-	if (!e->rb) {
-		fprintf(stderr, "hopscope: ring buffer: %s\n", strerror(errno));
-		return -errno;
-	}
-	return 0;
+	return map_rings(e);
 }
 
 /*
@@ -471,12 +538,14 @@ static int ebpf_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void
 
 	e->cb = cb;
 	e->cb_ctx = ctx;
-	/* programs submit without wakeup (batched): drain what is there, then sleep */
-	n = ring_buffer__consume(e->rb);
+	/* programs never wake the recorder: drain what is there, else sleep
+	 * (a signal ends the sleep early) and drain again */
+	n = ring_drain(e);
 	if (n == 0) {
-		n = ring_buffer__poll(e->rb, timeout_ms);
-		if (n == -EINTR)
-			n = 0;
+		struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
+
+		nanosleep(&ts, NULL);
+		n = ring_drain(e);
 	}
 	if (n >= 0 && e->meta_open) {
 		int err = check_meta(e);
@@ -748,13 +817,13 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 	}
 	e->cb = cb;
 	e->cb_ctx = ctx;
-	/* every record left in the ring is handed over, after a callback failure
-	 * too: libbpf consumes the failed record and returns the error, the
-	 * callback has counted the record it could not take (the writer counts
-	 * each one it cannot store) and its owner knows of the failure. The
-	 * programs are detached: the ring only empties. */
+	/* every record left in the rings is handed over, after a callback
+	 * failure too: ring_drain takes the failed record and returns the
+	 * error, the callback has counted the record it could not take (the
+	 * writer counts each one it cannot store) and its owner knows of the
+	 * failure. The programs are detached: the rings only empty. */
 	for (long guard = 0; guard < (1l << 32); guard++) {
-		int got = ring_buffer__consume(e->rb);
+		int got = ring_drain(e);
 
 		if (got == 0)
 			break;
@@ -850,7 +919,10 @@ static void ebpf_close(struct hs_backend *b)
 	struct ebpf *e = b->priv;
 
 	detach(e);
-	ring_buffer__free(e->rb);
+	if (e->ring)
+		munmap(e->ring, e->ring_size);
+	if (e->ring_pos)
+		munmap(e->ring_pos, e->ring_pos_size);
 	hopscope_bpf__destroy(e->skel);
 	if (e->sync_outer >= 0)
 		close(e->sync_outer);

@@ -95,7 +95,7 @@ static const struct argp_option options[] = {
 	  "generic where the driver refuses native or gives it no metadata room), native, "
 	  "generic" },
 	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default 16384)" },
-	{ "ring", OPT_RING, "MIB", 0, "ring buffer size in MiB (default 32)" },
+	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default 32)" },
 	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
 	{ "floor", OPT_FLOOR, "clock", OPTION_ARG_OPTIONAL, "attach empty programs (kmod: "

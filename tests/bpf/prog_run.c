@@ -65,9 +65,10 @@ int main(void)
 		return 1;
 	s->rodata->cfg_slot_shift = 6;
 	s->rodata->cfg_stages = HS_STAGES_CORE;
-	s->rodata->cfg_wakeup_bytes = 1 << 20;
+	s->rodata->cfg_ring_shift = 6;
 	bpf_map__set_max_entries(s->maps.slots, libbpf_num_possible_cpus() << 6);
-	bpf_map__set_max_entries(s->maps.records, 1 << 20);
+	bpf_map__set_max_entries(s->maps.ring, libbpf_num_possible_cpus() << 6);
+	bpf_map__set_max_entries(s->maps.ring_pos, libbpf_num_possible_cpus());
 	for (struct bpf_program *p = bpf_object__next_program(s->obj, NULL); p;
 	     p = bpf_object__next_program(s->obj, p))
 		bpf_program__set_autoload(p, p == s->progs.hs_input);
