@@ -334,14 +334,14 @@ static __always_inline struct hs_record *hs_slot(__u64 seq)
  * (BPF cmpxchg/xchg with fetch are fully ordered, on x86 and arm64 alike).
  *
  *  - XDP takes a slot: if it holds a live packet it copies that record out,
- *    then claims the slot with cmpxchg(seq: old -> 0); only if that succeeds
- *    is the copy submitted (EVICTED). Then it fills the slot and publishes
- *    the new seq with xchg, so every field is written before any later stage
- *    can match the new seq.
+ *    then claims the slot with cmpxchg(seq: old -> 0); only if that
+ *    succeeds is the copy committed to the record ring (EVICTED). Then it
+ *    fills the slot and publishes the new seq with xchg, so every field is
+ *    written before any later stage can match the new seq.
  *  - A packet's record leaves (t4, drop, LOCAL_IN, ring full) the same way:
  *    copy first, then release with cmpxchg(seq: mine -> 0). For one seq
  *    exactly one cmpxchg can succeed, so a packet is emitted once, as
- *    COMPLETE or DROPPED or EVICTED, never twice; the loser discards its
+ *    COMPLETE or DROPPED or EVICTED, never twice; the loser gives up its
  *    copy (counted as a race). The copy is whole: it was read before the
  *    successful cmpxchg, and anyone rewriting the slot must first win a
  *    cmpxchg that comes after it. What a leaving packet adds (t4, out
