@@ -9,14 +9,13 @@ import os
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_pdf import PdfPages
 
 from ..analysis import budget
 from ..analysis.run import analyse
 from ..analysis.stats import STAGES, stage_stats
 from ..record.hooks import hooks
 from ..record.load import load
-from . import coffee
+from . import coffee, forked
 from . import figures as fig
 from .page import PAGE, plt
 
@@ -68,25 +67,33 @@ def run(args, parser):
 
 def write(path, runs):
     """runs: [(label, df, Analysis)]; returns the page count."""
-    with PdfPages(path) as pdf:
-        n = 0
-        if len(runs) > 1:
-            n += _page(pdf, _comparison, runs)
-            n += _page(pdf, _overlay, runs)
-        for label, df, a in runs:
-            n += _page(pdf, _summary, label, df, a)
-            n += _page(pdf, _budget, label, df, a)
-            if not a.complete:
-                continue
-            n += _page(pdf, _histograms, label, a, False)
-            n += _page(pdf, _histograms, label, a, True)
-            if len(a.histograms_by_tos) > 1:
-                n += _page(pdf, _senders, label, a)
-            n += _page(pdf, _queues, label, df, a)
-            n += coffee.pages(pdf, _page, label, df, a)
-            n += _page(pdf, _series, label, df)
-            n += _page(pdf, _output_side, label, a)
-        return n
+    return forked.write(path, jobs(runs))
+
+
+def jobs(runs):
+    """The report's pages as forked.write's jobs, in page order."""
+    out = []
+
+    def page(what, draw, *args):
+        out.append((what, _page, (draw, *args)))
+    if len(runs) > 1:
+        page("the comparison", _comparison, runs)
+        page("the overlay", _overlay, runs)
+    for label, df, a in runs:
+        page(f"{label}'s summary", _summary, label, df, a)
+        page(f"{label}'s error budget", _budget, label, df, a)
+        if not a.complete:
+            continue
+        page(f"{label}'s histograms", _histograms, label, a, False)
+        page(f"{label}'s log histograms", _histograms, label, a, True)
+        if len(a.histograms_by_tos) > 1:
+            page(f"{label}'s senders", _senders, label, a)
+        page(f"{label}'s queues", _queues, label, df, a)
+        for what, draw, args in coffee.pages(label, df, a):
+            page(what, draw, *args)
+        page(f"{label}'s series", _series, label, df)
+        page(f"{label}'s output side", _output_side, label, a)
+    return out
 
 
 def _page(pdf, draw, *args):
