@@ -188,7 +188,10 @@ def interoccurrence_stats(gaps, bin_packets=MODE_BIN_PACKETS):
 
 def _table(start, end, since, attrs):
     start, end = np.asarray(start, np.int64), np.asarray(end, np.int64)
-    out = pd.DataFrame(dict(zip(COLUMNS, (start, end, end - start, np.asarray(since, np.int64)))))
+    # copy=False: the columns stay the arrays made here, not stacked into one
+    # block (a copy of millions of rows with every break however short)
+    out = pd.DataFrame(dict(zip(COLUMNS, (start, end, end - start, np.asarray(since, np.int64)))),
+                       copy=False)
     out.attrs.update(attrs)
     return out
 
