@@ -198,14 +198,10 @@ def _table(start, end, since, attrs):
 
 def idle_waits(df, arrival=None):
     """t2 − arrival (ns, float) of the complete packets that found the router
-    idle (found_idle): what a packet waits with nothing in its way."""
+    idle (idle_rows): what a packet waits with nothing in its way."""
     arrival = arrival or default_arrival(df)
-    t = df[arrival].to_numpy(np.int64)
-    rows = np.flatnonzero((df["status"] == "complete").to_numpy() & (t != 0))
-    rows = rows[np.argsort(t[rows], kind="stable")]
-    t = t[rows]
-    idle = _idle(t, df["t4"].to_numpy(np.int64)[rows])
-    return (df["t2"].to_numpy(np.int64)[rows[idle]] - t[idle]).astype(float)
+    rows = idle_rows(df, arrival)
+    return (df["t2"].to_numpy(np.int64)[rows] - df[arrival].to_numpy(np.int64)[rows]).astype(float)
 
 
 def idle_floor_ns(df, quantile=IDLE_QUANTILE, arrival=None):
@@ -244,13 +240,15 @@ def default_min_ns(df, arrival=None):
     return max(DEFAULT_MIN_NS, arrival_gap_ns(df, arrival) or 0)
 
 
-def found_idle(df, columns=None, arrival="t1"):
-    """The complete packets (those columns, arrival and t4 among them) in
-    arrival order, and which of them arrived when no packet had been in the
-    router for IDLE_GAP_NS: they found it idle."""
-    c = df.loc[(df["status"] == "complete").to_numpy(), columns if columns else slice(None)]
-    c = c[c[arrival].to_numpy() != 0].sort_values(arrival, kind="stable")
-    return c, _idle(c[arrival].to_numpy(np.int64), c["t4"].to_numpy(np.int64))
+def idle_rows(df, arrival=None):
+    """Positions, in arrival order, of the complete packets that arrived
+    (at arrival, default_arrival by default) when no packet had been in the
+    router for IDLE_GAP_NS: they found it idle. Positions, not a copy of the
+    frame's rows: its columns are gathered by those who need them."""
+    t = df[arrival or default_arrival(df)].to_numpy(np.int64)
+    rows = np.flatnonzero((df["status"] == "complete").to_numpy() & (t != 0))
+    rows = rows[np.argsort(t[rows], kind="stable")]
+    return rows[_idle(t[rows], df["t4"].to_numpy(np.int64)[rows])]
 
 
 def _idle(t, t4):
