@@ -145,7 +145,9 @@ def binned_quantiles(t, v, qs, bins=SERIES_BINS):
     bins of t (ascending) from t[0] to t[-1]; values not finite are left out and
     bins without a value are skipped."""
     ok = np.isfinite(v)
-    t, v = t[ok], v[ok]  # v a copy: each bin's slice is sorted in place below
+    v = v[ok]  # a copy: each bin's slice is sorted in place below
+    if len(v) < len(t):
+        t = t[ok]
     if not len(t):
         return np.zeros(0), [np.zeros(0) for _ in qs]
     edges = np.linspace(t[0], t[-1] + 1e-9, bins + 1)

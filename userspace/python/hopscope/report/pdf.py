@@ -228,7 +228,7 @@ def _queues(f, label, df, a):
 
 def _first_t1(df):
     t1 = df["t1"].to_numpy()
-    return int(t1[t1 > 0].min())
+    return int(t1.min(where=t1 > 0, initial=np.iinfo(t1.dtype).max))  # no copy of the seen
 
 
 def _series(f, label, df):
@@ -236,8 +236,12 @@ def _series(f, label, df):
     complete = np.flatnonzero((df["status"] == "complete").to_numpy())
     order, t = fig.time_order(df["t1"].to_numpy()[complete], _first_t1(df))
     rows = complete[order]
+    del complete, order  # each array of a packet less is fresh memory not touched
     for ax, stage in zip(axes, STAGES[:3]):
-        fig.delay_series(ax, t, df[stage].to_numpy()[rows] * fig.US, stage)
+        us = df[stage].to_numpy(np.float64)[rows]
+        us *= fig.US  # in place: our own copy
+        fig.delay_series(ax, t, us, stage)
+        del us
         ax.set_title(fig.STAGE_LABEL[stage])
         ax.legend(fontsize=8, loc="upper right")
     f.suptitle(f"{label}: delays over time (per time bin: median and 99th percentile)")
