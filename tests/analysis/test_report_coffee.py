@@ -38,15 +38,10 @@ def run(tmp_path_factory):
 
 
 def drawn(df, a):
-    """The texts of the pages report/coffee.py adds, through pdf.py's way of paging."""
-    texts = []
-
-    def page(pdf, draw, *args):
-        texts.append(text_of(draw, *args))
-        return 1
-
-    assert coffee.pages(None, page, "r", df, a) == 2
-    return texts
+    """The texts of the pages report/coffee.py adds, as pdf.py's jobs."""
+    pages = coffee.pages("r", df, a)
+    assert len(pages) == 2
+    return [text_of(draw, *args) for _, draw, args in pages]
 
 
 def test_both_arrivals_and_the_sweep_are_shown(run):

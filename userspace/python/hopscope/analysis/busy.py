@@ -49,7 +49,8 @@ def busy_periods(df, link_bps=None):
     first, end = merge(s, e)
     start = s[first]
     out = pd.DataFrame({"start_ns": start, "end_ns": end, "duration_ns": end - start,
-                        "packets": np.diff(np.append(first, len(s))).astype(np.int64)})
+                        "packets": np.diff(np.append(first, len(s))).astype(np.int64)},
+                       copy=False)  # the arrays made here as they are, not stacked: a copy
     out.attrs.update(open=n_open, negative=n_negative)
     return out
 

@@ -7,15 +7,13 @@ import numpy as np
 
 from ..record import calibration as cal
 from ..record.probecost import delay_floors
-from .coffee import found_idle
+from .coffee import idle_rows
 
 
 def idle_delays(df):
     """Each delay over the complete packets that found the router idle:
     probes and kernel together, the least a packet alone there takes."""
-    c, idle = found_idle(df, ["t1", "t4"])
-    # the delays of those rows only: a copy of every column is slow on a VM
-    rows = df.index.get_indexer(c.index[idle])
+    rows = idle_rows(df, "t1")  # the delays of those rows only: a copy is slow on a VM
     out = {}
     for col in (x for x in df.columns if x.startswith("d_") or x == "transit"):
         v = df[col].to_numpy()[rows]

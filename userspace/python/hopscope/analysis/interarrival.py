@@ -14,7 +14,9 @@ def seen_sorted(df, stage):
     which finds the runs) is the fast one here.
     """
     t = df[stage].to_numpy(np.int64)
-    return np.sort(t[t != 0], kind="stable")
+    seen = t[t != 0]
+    seen.sort(kind="stable")  # in place: our own copy already
+    return seen
 
 
 def prerouting_interarrivals(df):

@@ -13,7 +13,7 @@ from .interarrival import seen_sorted
 from .loss import loss_table
 from .queues import (PAPER_ESTIMATE, QueueSeries, arrivals_per_departure, occupancy,
                      time_weighted_hist)
-from .stats import STAGES, grouped_delays, merged, stats_table
+from .stats import STAGES, delays_by_stage, describe, merged, table
 
 WORKERS = 2  # more threads, more temporaries at once: fresh memory is slow on a VM
 
@@ -84,29 +84,30 @@ def _departures(df, queue):
     sort of each instant (Δpr and Δo are interarrival's)."""
     enter, leave = PAPER_ESTIMATE[queue]
     left = seen_sorted(df, leave)
-    return np.diff(left), arrivals_per_departure(seen_sorted(df, enter), left)
+    # the entries sorted and searched before the intervals are taken: no
+    # more than three arrays of a packet each at once (fresh memory is slow)
+    paper = arrivals_per_departure(seen_sorted(df, enter), left)
+    return np.diff(left), paper
 
 
 def _delays(df, resolution_ns):
     """(stats, stats by TOS, {stage: Histogram}, {stage: log Histogram},
     {tos: {stage: Histogram}}) from one sort per sender and stage: all
-    packets' delays are the senders' merged, not sorted again. Each
-    sender's values are freed once merged, before the next stage's merge
-    needs memory."""
-    by_tos = grouped_delays(df, "tos")
-    stats_by_tos = stats_table(df, "tos", by_tos)
-    hists_by_tos = {}
-    for d in by_tos:
-        hists_by_tos.setdefault(int(d.key[0]), {})[d.stage] = relative_histogram(
-            d.values, resolution_ns, sorted_finite=True)
-    overall, hists, log_hists = [], {}, {}
-    for stage in STAGES:
-        groups = [d for d in by_tos if d.stage == stage]
+    packets' delays are the senders' merged, not sorted again. A stage at
+    a time, its values let go before the next stage's are gathered: one
+    stage's values in memory at once, not every stage's."""
+    by_tos_rows, overall_rows, hists, log_hists, hists_by_tos = [], [], {}, {}, {}
+    for stage, groups in zip(STAGES, delays_by_stage(df, "tos", STAGES)):
+        for d in groups:
+            by_tos_rows.append(d.key + (stage,) + describe(d))
+            hists_by_tos.setdefault(int(d.key[0]), {})[stage] = relative_histogram(
+                d.values, resolution_ns, sorted_finite=True)
         d = merged(stage, groups)
-        for g in groups:
-            g.values = None
+        del groups
         hists[stage] = relative_histogram(d.values, resolution_ns, sorted_finite=True)
         # log bins from the smallest delay: sub-µs stages must stay on the axis
         log_hists[stage] = relative_histogram(d.values, 1, log=True, sorted_finite=True)
-        overall.append(d)
-    return stats_table(df, None, overall), stats_by_tos, hists, log_hists, hists_by_tos
+        overall_rows.append((stage,) + describe(d))
+        del d  # before the next stage's values are gathered
+    return (table(df, None, overall_rows), table(df, "tos", by_tos_rows), hists, log_hists,
+            hists_by_tos)

@@ -40,8 +40,12 @@ def stage_stats(df, by=None, stages=STAGES):
 
 def stats_table(df, by, delays):
     """stage_stats' table from grouped_delays(df, by, ...)."""
+    return table(df, by, [d.key + (d.stage,) + describe(d) for d in delays])
+
+
+def table(df, by, rows):
+    """stage_stats' table of rows (group key..., stage, *describe(Delays))."""
     by = _columns(by)
-    rows = [d.key + (d.stage,) + describe(d) for d in delays]
     out = pd.DataFrame(rows, columns=by + ["stage", *COLUMNS])
     for name, dtype in zip(by, df[by].dtypes):
         out[name] = out[name].astype(dtype)  # keep category / uint8 group keys as loaded
@@ -51,6 +55,13 @@ def stats_table(df, by, delays):
 def grouped_delays(df, by=None, stages=STAGES):
     """Delays per stage and group (list, stage-major), each group's values
     sorted once for the statistics and any histogram of them."""
+    return [d for groups in delays_by_stage(df, by, stages) for d in groups]
+
+
+def delays_by_stage(df, by=None, stages=STAGES):
+    """grouped_delays a stage at a time: yields each stage's [Delays per
+    group], that stage's values gathered only when the caller asks for it
+    (let the last stage's go first: fresh memory is slow on a VM)."""
     by = _columns(by)
     complete = (df["status"] == "complete").to_numpy()
     if by:
@@ -63,20 +74,25 @@ def grouped_delays(df, by=None, stages=STAGES):
     else:
         rows, keys, sizes = complete, [()], [np.count_nonzero(complete)]
     bounds = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
-    out = []
     for stage in stages:
-        if stage in df.columns:
-            values = df[stage].to_numpy(np.float64)[rows]
-        else:  # stage not recorded in this run: every complete packet misses it
-            values = np.full(bounds[-1], np.nan)
-        for g, key in enumerate(keys):
-            # values is our own copy: sorted in place, negatives come first and
-            # NaN last, so the valid delays are a slice, not another copy
-            v = values[bounds[g]:bounds[g + 1]]
-            v.sort()
-            negative = int(np.searchsorted(v, 0, side="left"))
-            valid_end = int(np.searchsorted(v, np.inf, side="right"))
-            out.append(Delays(key, stage, v[negative:valid_end], negative, len(v) - valid_end))
+        yield _stage_delays(df, stage, rows, keys, bounds)
+
+
+def _stage_delays(df, stage, rows, keys, bounds):
+    """One stage's [Delays per group] of delays_by_stage."""
+    if stage in df.columns:
+        values = df[stage].to_numpy(np.float64)[rows]
+    else:  # stage not recorded in this run: every complete packet misses it
+        values = np.full(bounds[-1], np.nan)
+    out = []
+    for g, key in enumerate(keys):
+        # values is our own copy: sorted in place, negatives come first and
+        # NaN last, so the valid delays are a slice, not another copy
+        v = values[bounds[g]:bounds[g + 1]]
+        v.sort()
+        negative = int(np.searchsorted(v, 0, side="left"))
+        valid_end = int(np.searchsorted(v, np.inf, side="right"))
+        out.append(Delays(key, stage, v[negative:valid_end], negative, len(v) - valid_end))
     return out
 
 

@@ -21,12 +21,14 @@ from . import figures as fig
 PAPER_MODE = 390  # packets: Fig. 7c's peak
 
 
-def pages(pdf, page, label, df, a):
-    """Draw both pages with page(pdf, draw, *args) (pdf.py's); returns their count."""
+def pages(label, df, a):
+    """Both pages as (what, draw, args) of pdf.py's jobs: draw(f, *args). The
+    breaks and the sweep both pages show are found here, once, before the
+    pages are drawn (in forked workers, each would find them again)."""
     found = coffee.every_break(df)
     table = coffee.sweep(df, found=found)
-    return (page(pdf, arrivals, label, df, a, found, table)
-            + page(pdf, sweep, label, table))
+    return [(f"{label}'s coffee breaks", arrivals, (label, df, a, found, table)),
+            (f"{label}'s coffee-break sweep", sweep, (label, table))]
 
 
 def _us(ns):

@@ -9,14 +9,13 @@ import os
 
 import numpy as np
 import pandas as pd
-from matplotlib.backends.backend_pdf import PdfPages
 
 from ..analysis import budget
 from ..analysis.run import analyse
 from ..analysis.stats import STAGES, stage_stats
 from ..record.hooks import hooks
 from ..record.load import load
-from . import coffee
+from . import coffee, forked
 from . import figures as fig
 from .page import PAGE, plt
 
@@ -68,25 +67,33 @@ def run(args, parser):
 
 def write(path, runs):
     """runs: [(label, df, Analysis)]; returns the page count."""
-    with PdfPages(path) as pdf:
-        n = 0
-        if len(runs) > 1:
-            n += _page(pdf, _comparison, runs)
-            n += _page(pdf, _overlay, runs)
-        for label, df, a in runs:
-            n += _page(pdf, _summary, label, df, a)
-            n += _page(pdf, _budget, label, df, a)
-            if not a.complete:
-                continue
-            n += _page(pdf, _histograms, label, a, False)
-            n += _page(pdf, _histograms, label, a, True)
-            if len(a.histograms_by_tos) > 1:
-                n += _page(pdf, _senders, label, a)
-            n += _page(pdf, _queues, label, df, a)
-            n += coffee.pages(pdf, _page, label, df, a)
-            n += _page(pdf, _series, label, df)
-            n += _page(pdf, _output_side, label, a)
-        return n
+    return forked.write(path, jobs(runs))
+
+
+def jobs(runs):
+    """The report's pages as forked.write's jobs, in page order."""
+    out = []
+
+    def page(what, draw, *args):
+        out.append((what, _page, (draw, *args)))
+    if len(runs) > 1:
+        page("the comparison", _comparison, runs)
+        page("the overlay", _overlay, runs)
+    for label, df, a in runs:
+        page(f"{label}'s summary", _summary, label, df, a)
+        page(f"{label}'s error budget", _budget, label, df, a)
+        if not a.complete:
+            continue
+        page(f"{label}'s histograms", _histograms, label, a, False)
+        page(f"{label}'s log histograms", _histograms, label, a, True)
+        if len(a.histograms_by_tos) > 1:
+            page(f"{label}'s senders", _senders, label, a)
+        page(f"{label}'s queues", _queues, label, df, a)
+        for what, draw, args in coffee.pages(label, df, a):
+            page(what, draw, *args)
+        page(f"{label}'s series", _series, label, df)
+        page(f"{label}'s output side", _output_side, label, a)
+    return out
 
 
 def _page(pdf, draw, *args):
@@ -221,7 +228,7 @@ def _queues(f, label, df, a):
 
 def _first_t1(df):
     t1 = df["t1"].to_numpy()
-    return int(t1[t1 > 0].min())
+    return int(t1.min(where=t1 > 0, initial=np.iinfo(t1.dtype).max))  # no copy of the seen
 
 
 def _series(f, label, df):
@@ -229,8 +236,12 @@ def _series(f, label, df):
     complete = np.flatnonzero((df["status"] == "complete").to_numpy())
     order, t = fig.time_order(df["t1"].to_numpy()[complete], _first_t1(df))
     rows = complete[order]
+    del complete, order  # each array of a packet less is fresh memory not touched
     for ax, stage in zip(axes, STAGES[:3]):
-        fig.delay_series(ax, t, df[stage].to_numpy()[rows] * fig.US, stage)
+        us = df[stage].to_numpy(np.float64)[rows]
+        us *= fig.US  # in place: our own copy
+        fig.delay_series(ax, t, us, stage)
+        del us
         ax.set_title(fig.STAGE_LABEL[stage])
         ax.legend(fontsize=8, loc="upper right")
     f.suptitle(f"{label}: delays over time (per time bin: median and 99th percentile)")
