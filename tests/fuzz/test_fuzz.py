@@ -1,6 +1,6 @@
 """Mutated record files through hopscope.load and `python -m hopscope
 describe|verify|export`: each gives a clean result or a clear message with exit
-1, never a traceback, a hang or a crash (issue 14).
+1, never a traceback, a hang or a crash.
 
 The mutations start from the checked-in recordings (tests/data/*.hsr, written
 by the C recorder, format version 1) and from single.hsr rewritten as version 2

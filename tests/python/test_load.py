@@ -465,7 +465,7 @@ def test_missing_file(tmp_path):
         hopscope.load(tmp_path / "nothing.hsr")
 
 
-# ---- issue 14: damage that used to pass silently ----
+# ---- damage that used to pass silently ----
 
 def test_drop_stage_255_is_counted_not_silently_nan(tmp_path):
     s = _synth(tmp_path, n=2000, chunk_records=2000, drop_fraction=0.05)
