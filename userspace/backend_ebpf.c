@@ -109,7 +109,8 @@ static int ring_drain(struct ebpf *e)
 }
 
 /* records per CPU ring: the --ring bytes shared by the CPUs, a power of 2,
- * at least HS_RING_MIN (an aggregate run hands nothing over: that least) */
+ * at least 2^HS_RING_MIN_SHIFT (an aggregate run hands nothing over: that
+ * least) */
 #define HS_RING_MIN_SHIFT 6
 #define HS_RING_MAX_SHIFT 24
 
@@ -398,20 +399,25 @@ static int synchronize(struct ebpf *e)
 	return bpf_map_update_elem(e->sync_outer, &zero, &e->sync_inner, BPF_ANY) ? -errno : 0;
 }
 
+/* a BPF_F_MMAPABLE array whole, elem bytes an entry (its size in *size);
+ * MAP_FAILED with errno on failure */
+static void *map_array(const struct bpf_map *m, size_t elem, int prot, size_t *size)
+{
+	*size = hs_page_round((size_t)bpf_map__max_entries(m) * elem);
+	return mmap(NULL, *size, prot, MAP_SHARED, bpf_map__fd(m), 0);
+}
+
 /* the hand-over rings and their positions, mapped: read by ring_drain */
 static int map_rings(struct ebpf *e)
 {
-	int ring = bpf_map__fd(e->skel->maps.ring), pos = bpf_map__fd(e->skel->maps.ring_pos);
-	void *p;
+	void *p = map_array(e->skel->maps.ring, sizeof(struct hs_record), PROT_READ,
+			    &e->ring_size);
 
-	e->ring_size = hs_page_round((size_t)bpf_map__max_entries(e->skel->maps.ring) *
-				     sizeof(struct hs_record));
-	p = mmap(NULL, e->ring_size, PROT_READ, MAP_SHARED, ring, 0);
 	if (p == MAP_FAILED)
 		goto fail;
 	e->ring = p;
-	e->ring_pos_size = hs_page_round((size_t)e->ncpu * sizeof(struct hs_ring_pos));
-	p = mmap(NULL, e->ring_pos_size, PROT_READ | PROT_WRITE, MAP_SHARED, pos, 0);
+	p = map_array(e->skel->maps.ring_pos, sizeof(struct hs_ring_pos), PROT_READ | PROT_WRITE,
+		      &e->ring_pos_size);
 	if (p == MAP_FAILED)
 		goto fail;
 	e->ring_pos = p;
@@ -802,8 +808,7 @@ static void detach(struct ebpf *e)
 static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 {
 	struct ebpf *e = b->priv;
-	const struct bpf_map *m = e->skel->maps.slots;
-	size_t n = bpf_map__max_entries(m), size = n * sizeof(struct hs_record);
+	size_t n = bpf_map__max_entries(e->skel->maps.slots), size;
 	struct hs_record *slots;
 	int inflight = 0, err;
 
@@ -828,8 +833,7 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 		if (got == 0)
 			break;
 	}
-	size = hs_page_round(size);
-	slots = mmap(NULL, size, PROT_READ, MAP_SHARED, bpf_map__fd(m), 0);
+	slots = map_array(e->skel->maps.slots, sizeof(struct hs_record), PROT_READ, &size);
 	if (slots == MAP_FAILED) {
 		fprintf(stderr, "hopscope: cannot read the slot table: %s\n", strerror(errno));
 		return -errno;
