@@ -7,12 +7,13 @@ import os
 import signal
 import sys
 
+from hopscope.record.header import RING_SLACK
 from livebed import (ipv4_only, delta, links, ns, recorder, send_udp, stopped,  # noqa: F401
                      tb, wait_out)
 
 RING = 1 << 20          # --ring 1: shared by the CPUs' rings
 RECORD = 144
-SLACK = 16              # HS_RING_SLACK: places a ring keeps free
+SLACK = RING_SLACK      # places a ring keeps free (include/hopscope.h)
 
 
 def phase(n, sport):
