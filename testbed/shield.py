@@ -8,7 +8,12 @@
                             ksoftirqd to SCHED_FIFO 1, ahead of the tasks
                             that share that CPU (remembered too)
   shield.py off STATE       give them back the affinity they had, unless it
-                            was changed meanwhile; remove STATE
+                            was changed meanwhile; remove STATE. A thread or
+                            child process started while the shield was up by
+                            a task it moved inherited that task's narrowed
+                            CPUs: it gets the task's CPUs back too, if it
+                            still has exactly those (one pinned there on
+                            purpose in that window cannot be told apart)
 
 testbed.sh up calls it with the CPU that forwards (in --mode inline the
 senders' CPU too). Why: on the 6.18 VM this was built on, BPF tracepoint
@@ -52,6 +57,17 @@ def start_time(tid):
     """The task's start time in ticks: tells a task from a later one with its id."""
     with open(f"/proc/{tid}/stat") as f:
         return f.read().rsplit(")", 1)[1].split()[19]
+
+
+def parents(tid):
+    """(process id, parent process id) of a task, from /proc/TID/status."""
+    ids = {}
+    with open(f"/proc/{tid}/status") as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            if key in ("Tgid", "PPid"):
+                ids[key] = int(value)
+    return ids["Tgid"], ids["PPid"]
 
 
 def cpulist(cpus):
@@ -125,7 +141,8 @@ def shield_on(cpus, state, softirq_cpu=None):
             saved = f.read().splitlines()
     known = {line.split()[0] for line in saved}
     moved = pinned = vanished = 0
-    fresh = []
+    # this run's own start: tasks started later are the shield's era (shield_off)
+    fresh = [] if "since" in known else [f"since {start_time(os.getpid())}"]
     # a second pass catches threads started while the first one ran
     for _ in range(2):
         for tid in tasks():
@@ -170,8 +187,11 @@ def shield_off(state):
     except FileNotFoundError:
         return
     restored = changed = 0
+    moved = {}  # process id -> (CPUs before, during) of the processes moved
     for line in saved:
         fields = line.split()
+        if fields[0] == "since":
+            continue
         if fields[0] == "fifo":
             tid, stamp = int(fields[1]), fields[2]
             try:
@@ -205,13 +225,44 @@ def shield_off(state):
                 continue
             os.sched_setaffinity(tid, parse_cpulist(before))
             restored += 1
+            if parents(tid)[0] == tid:
+                moved[tid] = (parse_cpulist(before), parse_cpulist(during))
         except (ProcessLookupError, FileNotFoundError):
             continue    # gone
         except OSError:
             changed += 1    # e.g. a CPU it had is offline now
+    since = next((int(line.split()[1]) for line in saved if line.startswith("since ")), None)
+    heirs = follow_heirs(moved, since) if since is not None else 0
     os.unlink(state)
     print(f"gave {restored} tasks their CPUs back"
+          f"{f' and {heirs} started by them meanwhile' if heirs else ''}"
           f"{f'; {changed} changed meanwhile, left as they are' if changed else ''}")
+
+
+def follow_heirs(moved, since):
+    """Tasks started after since (ticks) that inherited a moved process's
+    narrowed CPUs, as its threads or its children, given its CPUs back; how
+    many. Left alone: moved tasks' heirs with any other CPUs."""
+    n, done = 0, set()
+    for _ in range(3):  # heirs of heirs: a child's own children, started later
+        before = n
+        for tid in tasks():
+            try:
+                if tid in done or int(start_time(tid)) <= since:
+                    continue
+                tgid, ppid = parents(tid)
+                owner = moved.get(tgid if tgid != tid else ppid)
+                if owner and os.sched_getaffinity(tid) == owner[1]:
+                    os.sched_setaffinity(tid, owner[0])
+                    done.add(tid)
+                    n += 1
+                    if tgid == tid:
+                        moved[tid] = owner
+            except OSError:
+                continue    # gone, or not ours to move
+        if n == before:
+            break
+    return n
 
 
 def main(argv):

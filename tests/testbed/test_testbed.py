@@ -10,6 +10,7 @@ import re
 import shlex
 import subprocess
 import shutil
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -477,6 +478,49 @@ def test_shield_again_moves_tasks_started_since_up(own, sleepers):
     tb("down", env=own.env)
     assert os.sched_getaffinity(late) == every
     assert not (own.dir / "shield-saved").exists()
+
+
+# a process that, told to on stdin, starts a thread and a child process and
+# says their ids: a long-lived daemon doing so while a shield is up
+SPAWNER = """
+import subprocess, sys, threading, time
+sys.stdin.readline()
+t = threading.Thread(target=time.sleep, args=(300,), daemon=True)
+t.start()
+child = subprocess.Popen(["sleep", "300"])
+print(t.native_id, child.pid, flush=True)
+sys.stdin.readline()
+child.kill()
+"""
+
+
+@pytest.mark.skipif(os.cpu_count() < 2, reason="a shield needs a second CPU")
+def test_shield_gives_back_the_cpus_a_moved_task_passed_on(own):
+    """A thread or child started while the shield is up by a task it moved
+    inherits the narrowed CPUs; down gives them back as to the task itself
+    (they used to stay off the router's CPU for good)."""
+    router = os.cpu_count() - 1
+    every = set(range(os.cpu_count()))
+    p = subprocess.Popen([sys.executable, "-c", SPAWNER], stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, text=True)
+    child = None
+    try:
+        os.sched_setaffinity(p.pid, every)  # whatever CPUs this test run was given
+        tb("up", "--shield", "router", env=own.env)
+        assert os.sched_getaffinity(p.pid) == every - {router}
+        p.stdin.write("\n")
+        p.stdin.flush()
+        thread, child = map(int, p.stdout.readline().split())
+        assert os.sched_getaffinity(thread) == os.sched_getaffinity(child) == every - {router}
+        out = tb("down", env=own.env)
+        assert re.search(r"and [1-9]\d* started by them meanwhile", out), out
+        assert os.sched_getaffinity(p.pid) == every
+        assert os.sched_getaffinity(thread) == os.sched_getaffinity(child) == every
+    finally:
+        p.kill()
+        p.wait()
+        if child:
+            os.kill(child, 9)
 
 
 def ksoftirqd(cpu):
