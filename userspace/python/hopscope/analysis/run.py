@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import inplace
 from .busy import busy_periods, min_transit_by_size
 from .coffee import coffee_breaks, default_min_ns, interoccurrence
 from .hist import relative_histogram
@@ -84,10 +85,11 @@ def _departures(df, queue):
     sort of each instant (Δpr and Δo are interarrival's)."""
     enter, leave = PAPER_ESTIMATE[queue]
     left = seen_sorted(df, leave)
-    # the entries sorted and searched before the intervals are taken: no
-    # more than three arrays of a packet each at once (fresh memory is slow)
+    # the entries sorted and searched before the intervals are taken, in
+    # left's own memory: no more than three arrays of a packet each at once
+    # (fresh memory is slow)
     paper = arrivals_per_departure(seen_sorted(df, enter), left)
-    return np.diff(left), paper
+    return inplace.diff(left), paper
 
 
 def _delays(df, resolution_ns):
