@@ -62,8 +62,9 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
         breaks = start(coffee_breaks, min_break_ns)
         loss, min_transit = start(loss_table), start(min_transit_by_size)
         busy = start(busy_periods)  # its temporaries are four times what it keeps
-        inq, outq = start(occupancy, "input"), start(occupancy, "output")
-        inp, outp = start(_departures, "input"), start(_departures, "output")
+        # the longer steps (the output's) first: the two threads end together
+        outq, outp = start(occupancy, "output"), start(_departures, "output")
+        inq, inp = start(occupancy, "input"), start(_departures, "input")
         stats, stats_by_tos, hists, log_hists, hists_by_tos = delays.result()
         (delta_pr, input_paper), (delta_o, output_paper) = inp.result(), outp.result()
         inq, outq, breaks = inq.result(), outq.result(), breaks.result()
