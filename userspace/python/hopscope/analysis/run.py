@@ -63,22 +63,30 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
         loss, min_transit = start(loss_table), start(min_transit_by_size)
         busy = start(busy_periods)  # its temporaries are four times what it keeps
         # the longer steps (the output's) first: the two threads end together
-        outq, outp = start(occupancy, "output"), start(_departures, "output")
-        inq, inp = start(occupancy, "input"), start(_departures, "input")
+        outq, outp = start(_queue, "output"), start(_departures, "output")
+        inq, inp = start(_queue, "input"), start(_departures, "input")
+        complete = int((df["status"] == "complete").sum())  # while the steps run
         stats, stats_by_tos, hists, log_hists, hists_by_tos = delays.result()
         (delta_pr, input_paper), (delta_o, output_paper) = inp.result(), outp.result()
-        inq, outq, breaks = inq.result(), outq.result(), breaks.result()
+        (inq, inq_hist), (outq, outq_hist), breaks = inq.result(), outq.result(), breaks.result()
         return Analysis(
             resolution_ns=int(resolution_ns), min_break_ns=min_break_ns,
-            packets=len(df), complete=int((df["status"] == "complete").sum()),
+            packets=len(df), complete=complete,
             stats=stats, stats_by_tos=stats_by_tos,
             histograms=hists, log_histograms=log_hists, histograms_by_tos=hists_by_tos,
             delta_pr=delta_pr, delta_o=delta_o,
             input_queue=inq, output_queue=outq,
-            input_queue_hist=time_weighted_hist(inq), output_queue_hist=time_weighted_hist(outq),
+            input_queue_hist=inq_hist, output_queue_hist=outq_hist,
             input_queue_paper=input_paper, output_queue_paper=output_paper,
             coffee_breaks=breaks, coffee_interoccurrence=interoccurrence(breaks),
             loss=loss.result(), busy_periods=busy.result(), min_transit=min_transit.result())
+
+
+def _queue(df, queue):
+    """(occupancy, its time_weighted_hist): the histogram on the pool too,
+    beside the other steps, not after them all."""
+    series = occupancy(df, queue)
+    return series, time_weighted_hist(series)
 
 
 def _departures(df, queue):
