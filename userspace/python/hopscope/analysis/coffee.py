@@ -134,6 +134,7 @@ def coffee_breaks(df, min_duration_ns=DEFAULT_MIN_NS, arrival=None, link_bps=Non
     s, leave, waiting_since, closed = (x.take(rows) for x in (t2, t4, came, closed))
     if link_bps is not None:  # the frame is on the wire after t4
         leave[closed] += wire_ns(df["ip_len"].to_numpy().take(rows[closed]), link_bps)
+    del rows  # before merge's and the searches' arrays: fresh memory is slow on a VM
     # unknown exit: busy until the next packet reaches t2 (the last one: at its t2)
     nxt = np.searchsorted(s, s[~closed], side="right")
     leave[~closed] = s[np.minimum(nxt, len(s) - 1)]
@@ -231,10 +232,12 @@ def arrival_gap_ns(df, arrival=None):
     second before or after its traffic would stretch the span); None with
     fewer than two."""
     t = df[arrival or default_arrival(df)].to_numpy(np.int64)
-    t = np.sort(t[t != 0])
+    t = t[t != 0]
     k = int(len(t) * ARRIVAL_TRIM)
     if len(t) - 2 * k < 2:
         return None
+    # two order statistics: partitioned in place, not a sorted copy
+    t.partition((k, len(t) - 1 - k))
     return int((t[-1 - k] - t[k]) // (len(t) - 1 - 2 * k))
 
 

@@ -6,6 +6,8 @@ dropped after PRE_ROUTING still went through it.
 """
 import numpy as np
 
+from . import inplace
+
 
 def seen_sorted(df, stage):
     """Sorted int64 instants of the packets seen at stage (0 = not seen).
@@ -21,9 +23,9 @@ def seen_sorted(df, stage):
 
 def prerouting_interarrivals(df):
     """Δpr in ns (int64), len = packets seen at t2 minus one."""
-    return np.diff(seen_sorted(df, "t2"))
+    return inplace.diff(seen_sorted(df, "t2"))
 
 
 def output_interarrivals(df):
     """Δo in ns (int64), len = packets seen at t4 minus one."""
-    return np.diff(seen_sorted(df, "t4"))
+    return inplace.diff(seen_sorted(df, "t4"))

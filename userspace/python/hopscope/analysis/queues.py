@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from . import inplace
 from .interarrival import seen_sorted
 
 # queue: (enter stage, leave stage). input and output are the paper's; the
@@ -83,14 +84,14 @@ def step_count(s, e, keep=None):
     keep = np.empty(len(key), bool)  # the last event at each instant
     np.not_equal(key[1:], key[:-1], out=keep[:-1])
     keep[-1] = True
-    n = n[keep]
+    n = inplace.compact(n, keep)
     change = np.empty(len(n), bool)  # an entry and an exit at one instant change nothing
     change[0] = True
     np.not_equal(n[1:], n[:-1], out=change[1:])
-    keep[keep] = change  # one copy of the instants kept, not one per step
-    key = key[keep]
+    keep[keep] = change  # one pass over the instants kept, not one per step
+    key = inplace.compact(key, keep)
     key += base
-    return key, n[change]
+    return key, inplace.compact(n, change)
 
 
 def sort_tagged(a, b, keep=None):
@@ -154,5 +155,11 @@ def arrivals_per_departure(enter, leave):
     interval that leave ends."""
     if len(leave) < 2:
         return np.zeros(0, np.int64)
-    # the searches go up with the leaves: numpy starts each where the last ended
-    return np.diff(np.searchsorted(enter, leave, side="right"))
+    out = np.empty(len(leave) - 1, np.int64)
+    # a slice of leaves at a time: not every leave's position at once (fresh
+    # memory is slow on a VM); the searches go up with the leaves, and numpy
+    # starts each where the last ended
+    for i in range(0, len(out), _CHUNK):
+        below = np.searchsorted(enter, leave[i:i + _CHUNK + 1], side="right")
+        np.subtract(below[1:], below[:-1], out=out[i:i + _CHUNK])
+    return out

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from . import inplace
 from .busy import busy_periods, min_transit_by_size
 from .coffee import coffee_breaks, default_min_ns, interoccurrence
 from .hist import relative_histogram
@@ -60,23 +61,32 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
         # after: their temporaries then stack on less (fresh memory is slow on a VM)
         breaks = start(coffee_breaks, min_break_ns)
         loss, min_transit = start(loss_table), start(min_transit_by_size)
-        inq, outq = start(occupancy, "input"), start(occupancy, "output")
-        inp, outp = start(_departures, "input"), start(_departures, "output")
-        busy = start(busy_periods)
+        busy = start(busy_periods)  # its temporaries are four times what it keeps
+        # the longer steps (the output's) first: the two threads end together
+        outq, outp = start(_queue, "output"), start(_departures, "output")
+        inq, inp = start(_queue, "input"), start(_departures, "input")
+        complete = int((df["status"] == "complete").sum())  # while the steps run
         stats, stats_by_tos, hists, log_hists, hists_by_tos = delays.result()
         (delta_pr, input_paper), (delta_o, output_paper) = inp.result(), outp.result()
-        inq, outq, breaks = inq.result(), outq.result(), breaks.result()
+        (inq, inq_hist), (outq, outq_hist), breaks = inq.result(), outq.result(), breaks.result()
         return Analysis(
             resolution_ns=int(resolution_ns), min_break_ns=min_break_ns,
-            packets=len(df), complete=int((df["status"] == "complete").sum()),
+            packets=len(df), complete=complete,
             stats=stats, stats_by_tos=stats_by_tos,
             histograms=hists, log_histograms=log_hists, histograms_by_tos=hists_by_tos,
             delta_pr=delta_pr, delta_o=delta_o,
             input_queue=inq, output_queue=outq,
-            input_queue_hist=time_weighted_hist(inq), output_queue_hist=time_weighted_hist(outq),
+            input_queue_hist=inq_hist, output_queue_hist=outq_hist,
             input_queue_paper=input_paper, output_queue_paper=output_paper,
             coffee_breaks=breaks, coffee_interoccurrence=interoccurrence(breaks),
             loss=loss.result(), busy_periods=busy.result(), min_transit=min_transit.result())
+
+
+def _queue(df, queue):
+    """(occupancy, its time_weighted_hist): the histogram on the pool too,
+    beside the other steps, not after them all."""
+    series = occupancy(df, queue)
+    return series, time_weighted_hist(series)
 
 
 def _departures(df, queue):
@@ -84,10 +94,11 @@ def _departures(df, queue):
     sort of each instant (Δpr and Δo are interarrival's)."""
     enter, leave = PAPER_ESTIMATE[queue]
     left = seen_sorted(df, leave)
-    # the entries sorted and searched before the intervals are taken: no
-    # more than three arrays of a packet each at once (fresh memory is slow)
+    # the entries sorted and searched before the intervals are taken, in
+    # left's own memory: no more than three arrays of a packet each at once
+    # (fresh memory is slow)
     paper = arrivals_per_departure(seen_sorted(df, enter), left)
-    return np.diff(left), paper
+    return inplace.diff(left), paper
 
 
 def _delays(df, resolution_ns):
