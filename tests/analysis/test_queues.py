@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from frames import BIG, frame
+from hopscope.analysis import queues
 from hopscope.analysis.queues import occupancy, paper_estimate, step_count, time_weighted_hist
 
 
@@ -89,6 +90,18 @@ def test_paper_estimate_counts_arrivals_per_interdeparture():
     assert list(paper_estimate(df, "input")) == [2, 0, 1]
     # output: t4 departures 12 22 32 42; t3 arrivals 11 21 31 41: one per interval
     assert list(paper_estimate(df, "output")) == [1, 1, 1]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 1 << 20])
+def test_paper_estimate_a_slice_of_departures_at_a_time(monkeypatch, chunk):
+    """The searches taken a slice of departures at a time give what one
+    search of them all gives, at every slice boundary."""
+    monkeypatch.setattr(queues, "_CHUNK", chunk)
+    rng = np.random.default_rng(chunk)
+    enter = np.sort(rng.integers(0, 100, 40))
+    leave = np.sort(rng.integers(0, 100, 25))
+    want = np.diff(np.searchsorted(enter, leave, side="right"))
+    assert np.array_equal(queues.arrivals_per_departure(enter, leave), want)
 
 
 def test_step_count_against_brute_force():
