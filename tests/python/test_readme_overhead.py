@@ -67,6 +67,27 @@ def test_the_floor_goal_and_the_windows_measured_again_are_said(tmp_path):
         assert (f"{n} windows were measured again" in text) == bool(repeated)
 
 
+def test_the_goals_are_the_ones_the_bench_wrote(tmp_path):
+    """The table judges by the goals in the JSON (bench/overhead's), the
+    programs' ns per run against the empty ones' included."""
+    res = json.load(open(JSON))
+    res["goals"]["traced_over_floor"] = 0.5
+    res["goals"]["ns_per_run_over_floor"] = 100
+    changed, readme = tmp_path / "overhead.json", tmp_path / "README.md"
+    changed.write_text(json.dumps(res))
+    readme.write_text(open(README).read())
+    assert table("--json", changed, "--readme", readme).returncode == 0
+    text = readme.read_text()
+    assert "traced/floor ≥ 0.5 is met" in text
+    assert "Each stage's program within 100× the empty program's ns per run: met" in text
+    for ns in res["ns_per_run"].values():
+        ns["traced"]["hs_prerouting"] = ns["floor"]["hs_prerouting"] * 200
+    changed.write_text(json.dumps(res))
+    assert table("--json", changed, "--readme", readme).returncode == 0
+    assert "within 100× the empty program's ns per run: NOT met by `hs_prerouting`" in \
+        readme.read_text()
+
+
 def test_user_errors_are_said_without_a_traceback(tmp_path):
     no_markers = tmp_path / "README.md"
     no_markers.write_text("# a README without the table's markers\n")
