@@ -12,6 +12,7 @@ import pytest
 
 import hopscope
 from hopscope.record import format as fmt
+from hopscope.record import load as loader
 from hopscope.record.load import _interface_lut
 from hopscope.record.synth import recompute_checksums, write_synthetic
 from hopscope.report.describe import describe
@@ -479,6 +480,26 @@ def test_drop_stage_255_is_counted_not_silently_nan(tmp_path):
         df = hopscope.load(s.path)
     assert df["drop_stage"].iloc[dropped[:3]].isna().all()
     assert df["drop_stage"].iloc[dropped[3:]].notna().all()
+
+
+def test_unknown_drop_stages_are_counted_over_every_chunk(tmp_path, monkeypatch):
+    """Chunks are filled side by side (threads): each one's count adds up."""
+    # two threads even where this test runs on one CPU
+    monkeypatch.setattr(loader.os, "sched_getaffinity", lambda pid: {0, 1})
+    s = _synth(tmp_path, n=2000, chunk_records=500, drop_fraction=0.2)
+    starts = [o + fmt.CHUNK_HEADER_SIZE
+              for o, t in zip(s.chunk_offsets, s.chunk_types) if t == fmt.CHUNK_RECORDS]
+    dropped = np.flatnonzero(s.records["status"] == fmt.STATUS["dropped"])
+    # the first dropped record of every chunk
+    picked = [int(dropped[dropped >= c * 500][0]) for c in range(len(starts))]
+    at = fmt.RECORD_DTYPE.fields["drop_stage"][1]
+    for i in picked:
+        _patch(s.path, starts[i // 500] + (i % 500) * fmt.RECORD_SIZE + at, bytes([255]))
+    with pytest.warns(hopscope.RecordFileWarning,
+                      match=f"{len(picked)} dropped records have a drop stage this reader"):
+        df = hopscope.load(s.path)
+    assert len(picked) == 4 and df["drop_stage"].iloc[picked].isna().all()
+    assert df["drop_stage"].isna().sum() == (df["status"] != "dropped").sum() + len(picked)
 
 
 def _chunks(path, s):
