@@ -425,6 +425,9 @@ struct run {
 	struct hs_cost cost[HS_NSTAGES];	/* when the backend samples it */
 	int err;
 	int counters_err;	/* the last counter read failed: counters are stale */
+	/* packets still in a slot when the probes stopped (records or not:
+	 * --aggregate writes none); 0 until then */
+	uint64_t inflight_at_stop;
 	struct hs_snapshot snap;
 	struct hs_sampling sampling;
 	uint32_t said_n;	/* --sample auto: the N last said on stderr */
@@ -476,6 +479,7 @@ static char *counters_json(struct run *run, struct hs_writer *w, const char *sto
 		.flow_overflow = w->flows.overflow,
 		.t4_unseen = w->t4_unseen,
 		.not_stored = w->not_stored,
+		.inflight_at_stop = run->inflight_at_stop,
 	};
 
 	js_init(&j);
@@ -665,6 +669,8 @@ static int record_loop(struct run *run, struct opts *o)
 	if (run->flight)
 		hs_flight_tick(run->flight, 1);
 	int inflight = run->b->stop(run->b, on_record, run);
+
+	run->inflight_at_stop = inflight > 0 ? inflight : 0;
 
 	read_counters(run, 1);
 	if (run->flight)	/* its counts as the stop left them, for END */

@@ -362,6 +362,7 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs
 	js_u64(j, "flow_overflow", u->flow_overflow);
 	js_u64(j, "t4_unseen", u->t4_unseen);
 	js_u64(j, "records_not_stored", u->not_stored);
+	js_u64(j, "inflight_at_stop", u->inflight_at_stop);
 	js_close(j, '}');
 	if (cost)
 		cost_json(j, cost);

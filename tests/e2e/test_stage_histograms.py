@@ -157,7 +157,10 @@ def test_drops_by_stage_and_reason(tb, recorder, mode):
     names = df.attrs["header"]["drop_reasons"]
     assert {(s, names[str(r)]) for s, r in drops} == {("t3", "QDISC_DROP")}, drops
     assert sum(drops.values()) == c["dropped"] > 100, (drops, c, text)
-    assert c["complete"] + c["dropped"] == 2000, c
+    # every packet accounted for, a t4 this VM's kernel skipped (README, Known
+    # limits: a handful at most) as still inside at the stop
+    inside = df.attrs["trailer"]["userspace"]["inflight_at_stop"]
+    assert c["complete"] + c["dropped"] + inside == 2000 and inside <= 5, (c, inside)
     transit = [s for s in df.attrs["histograms"] if s["delay"] == "transit"]
     assert [s["count"] for s in transit] == [c["complete"]], transit
     if mode == "--histograms":  # the same counts as the records say
@@ -167,6 +170,27 @@ def test_drops_by_stage_and_reason(tb, recorder, mode):
     else:
         assert len(df) == 0
     assert "drops       " in sh(HOPSCOPE, "describe", rec.out).stdout
+
+
+@pytest.mark.parametrize("mode", ["--histograms", "--aggregate"])
+def test_packets_inside_at_the_stop_are_counted(tb, recorder, mode):
+    """Stopped while a slow shaper still holds most packets: those are
+    counted in the END chunk (inflight_at_stop), as records of status
+    inflight where records are kept and alone in an aggregate run, so
+    every packet sent is complete, dropped or inside."""
+    tb.up("--mode", "inline", "--shape", "tbf:500kbit")
+    ipv4_only()
+    rec = recorder(mode)
+    send_udp(200, port=5004, size=1000, tclass=4)  # 3.2 s of the shaper's rate
+    rec.stop()
+    df = hopscope.load(rec.out, strict=True)
+    c, u = df.attrs["trailer"]["counters"], df.attrs["trailer"]["userspace"]
+    inside = u["inflight_at_stop"]
+    assert inside > 0 and c["complete"] + c["dropped"] + inside == 200, (c, u)
+    if mode == "--histograms":
+        assert u["records_by_status"]["inflight"] == inside == (df.status == "inflight").sum()
+    else:
+        assert len(df) == 0 and u["records_by_status"]["inflight"] == 0
 
 
 def test_usage_errors(tmp_path):
