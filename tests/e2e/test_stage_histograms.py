@@ -157,16 +157,19 @@ def test_drops_by_stage_and_reason(tb, recorder, mode):
     names = df.attrs["header"]["drop_reasons"]
     assert {(s, names[str(r)]) for s, r in drops} == {("t3", "QDISC_DROP")}, drops
     assert sum(drops.values()) == c["dropped"] > 100, (drops, c, text)
-    # every packet accounted for, a t4 this VM's kernel skipped (README, Known
-    # limits: a handful at most) as still inside at the stop
+    # every packet accounted for, a t4 this VM's kernel skipped as still
+    # inside at the stop: README, Known limits (0.1-0.4 % of the packets of
+    # unshielded runs; 9 of these 2000 in a CI run, the agent's threads on
+    # the router's CPU)
     inside = df.attrs["trailer"]["userspace"]["inflight_at_stop"]
-    assert c["complete"] + c["dropped"] + inside == 2000 and inside <= 5, (c, inside)
+    assert c["complete"] + c["dropped"] + inside == 2000 and inside <= 40, (c, inside)
     transit = [s for s in df.attrs["histograms"] if s["delay"] == "transit"]
     assert [s["count"] for s in transit] == [c["complete"]], transit
     if mode == "--histograms":  # the same counts as the records say
         d = df[df.status == "dropped"]
         by = d.groupby([d.drop_stage.astype(str), d.drop_reason]).size()
         assert {k: int(v) for k, v in by.items()} == drops, (by, drops)
+        assert (df.status == "inflight").sum() == inside
     else:
         assert len(df) == 0
     assert "drops       " in sh(HOPSCOPE, "describe", rec.out).stdout
