@@ -42,13 +42,15 @@ def test_every_stage_samples_the_same_packets(recording):
     sampled = int((complete.seq % SAMPLE == 0).sum())
     assert sampled >= PACKETS // SAMPLE - 2
     pc = df.attrs["probe_cost"]
-    # t4 samples the packets it completed, and only those: seq's low bits
+    # a stage samples the packets it stamped whose seq's low bits are 0: the
+    # complete ones, and the dropped ones that reached it (the senders' own
+    # IPv6 multicast, dropped at PRE_ROUTING: one in 64 of them sampled too)
+    for s in ("t1", "t_tcin", "t2", "t_fwd", "t3", "t_tceg", "t4"):
+        stamped = int(((df.seq % SAMPLE == 0) & (df[s] != 0)).sum())
+        # t1, t_tcin and t2 also see packets to the router itself (no record)
+        local = c["local"] if s in ("t1", "t_tcin", "t2") else 0
+        assert stamped <= pc[s]["samples"] <= stamped + local, s
     assert pc["t4"]["samples"] == sampled
-    for s in ("t3", "t_fwd", "t_tceg"):
-        assert pc[s]["samples"] == sampled, s
-    # t1, t_tcin and t2 also see packets to the router itself (no record)
-    for s in ("t1", "t_tcin", "t2"):
-        assert sampled <= pc[s]["samples"] <= sampled + c["local"], s
     # t0 samples at random, about as often
     assert 0.5 * sampled < pc["t0"]["samples"] < 2 * sampled
 
