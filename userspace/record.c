@@ -670,7 +670,7 @@ static int record_loop(struct run *run, struct opts *o)
 		hs_flight_tick(run->flight, 1);
 	int inflight = run->b->stop(run->b, on_record, run);
 
-	run->inflight_at_stop = inflight > 0 ? inflight : 0;
+	run->inflight_at_stop = inflight > 0 ? (uint64_t)inflight : 0;
 
 	read_counters(run, 1);
 	if (run->flight)	/* its counts as the stop left them, for END */
@@ -688,9 +688,10 @@ static int record_loop(struct run *run, struct opts *o)
 	summary(run, o->output, reason, now_s() - start);
 	if (run->flight && hs_flight_summary(run->flight))
 		run->err = run->err ?: -EIO;
-	if (inflight > 0 && (uint64_t)inflight > run->w.t4_unseen)
+	if (run->inflight_at_stop > run->w.t4_unseen)
 		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "
-			"(status inflight)\n", (unsigned long long)(inflight - run->w.t4_unseen));
+			"(status inflight)\n",
+			(unsigned long long)(run->inflight_at_stop - run->w.t4_unseen));
 	/* the known causes differ: BPF programs skipped (README, Known limits);
 	 * the module's probes are not BPF, but a way out it cannot follow is */
 	if (run->w.t4_unseen)

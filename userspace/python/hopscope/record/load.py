@@ -101,14 +101,14 @@ def to_dataframe(rf):
     starts = np.cumsum([0] + [len(arr) for arr in rf.records[:-1]])
     # numpy lets go of the GIL inside each step: chunks side by side
     with ThreadPoolExecutor(min(THREADS, len(os.sched_getaffinity(0)))) as pool:
-        cols.bad_stage = sum(pool.map(cols.fill, rf.records, starts))
+        bad_stage = sum(pool.map(cols.fill, rf.records, starts))
 
     problems = []
     if not np.array_equal(rf.flows["id"], np.arange(len(rf.flows))):
         problems.append("the FLOWS table's ids are not its row numbers 0, 1, ...")
     _count(problems, _unknown(cols.codes["status"], len(fmt.STATUS_NAMES)),
            "records have a status value this reader does not know")
-    _count(problems, cols.bad_stage,
+    _count(problems, bad_stage,
            "dropped records have a drop stage this reader does not know")
     missing = cols.addresses_from_records()
     if missing:
@@ -217,7 +217,6 @@ class _Columns:
         self.codes = {name: np.empty(n, dtype=lut.dtype) for name, lut in luts.items()}
         self.codes.update(status=np.empty(n, np.int8), drop_stage=np.empty(n, np.int8))
         self.unflowed = []  # (rows, records) whose flow id is not in the flow table
-        self.bad_stage = 0  # dropped records whose drop_stage is past the known stages
 
     def fill(self, arr, pos):
         """Fill rows pos.. with the records of one chunk; returns how many of
