@@ -123,12 +123,13 @@ plt.show()
 # a queue building for a moment), not the whole stream.
 
 # %%
-complete = sender[sender["status"] == "complete"]
+complete = (sender["status"] == "complete").to_numpy()
 t0 = int(sender["t1"][sender["t1"] > 0].min())
-order, t_s = figures.time_order(complete["t1"].to_numpy(), t0)  # one sort for the three
+# the complete packets in time bins by t1, once for the three delays
+rows, bounds, mid = figures.time_bins(sender["t1"].to_numpy(), complete, t0)
 fig, axes = plt.subplots(3, 1, figsize=(12, 8), sharex=True, layout="constrained")
 for ax, stage in zip(axes, PAPER_STAGES):
-    figures.delay_series(ax, t_s, complete[stage].to_numpy()[order] * figures.US, stage)
+    figures.delay_series(ax, mid, sender[stage].to_numpy()[rows] * figures.US, bounds, stage)
     ax.set_title(figures.STAGE_LABEL[stage])
     ax.legend(loc="upper right", fontsize=8)
 fig.suptitle(f"TOS {TOS}: delays over time (per time bin: median and 99th percentile)")

@@ -7,8 +7,9 @@ import pytest
 from frames import BIG, frame
 from hopscope.analysis import analyse
 from hopscope.analysis.coffee import (DEFAULT_MIN_NS, arrival_gap_ns, at_least, coffee_breaks,
-                                     floor_of, idle_floor_ns, interoccurrence,
+                                     every_break, floor_of, idle_floor_ns, interoccurrence,
                                      interoccurrence_stats, sweep)
+from hopscope.report.coffee import wait_quantiles
 
 
 def pipeline(n, planted=(), dropped=(), ip_len=None, base=BIG):
@@ -327,3 +328,34 @@ def test_sweep_without_an_idle_router_has_no_floor():
     assert not floor["judged"].any() and not sw[sw["rule"] == "fixed"]["judged"].any()
     assert list(sw[sw["rule"] == "fixed"]["min_ns"]) == [500, 1000, 2000, 5000, 10000, 20000]
     assert list(sw[sw["rule"] == "fixed"]["breaks"]) == [2, 2, 2, 2, 0, 0]
+
+
+def test_the_report_takes_each_arrivals_waits_as_delays():
+    # packet 2's t0 comes after its t2 (no wait), 3 is dropped, 4 has no t0
+    t2 = [150, 400, 350, 450, 900]
+    df = frame([100, 200, 300, 400, 500], t2, [t + 100 for t in t2], [t + 200 for t in t2],
+               ["complete", "complete", "complete", "dropped", "complete"],
+               t0=[0, 100, 400, 300, None])
+    a = analyse(df)
+    complete = (df["status"] == "complete").to_numpy()
+    assert list(wait_quantiles(df, "t0", complete, a)) == list(np.quantile([150, 300],
+                                                                           [0.5, 0.99, 0.999]))
+    # from t1 the summary's d_iq, the same figures
+    assert list(wait_quantiles(df, "t1", complete, a)) == list(np.quantile([50, 200, 50, 400],
+                                                                           [0.5, 0.99, 0.999]))
+
+
+def test_the_analysis_keeps_every_break_for_the_pages():
+    df = pipeline(2000, PLANTED)[0]
+    a = analyse(df)
+    every = coffee_breaks(df, 0)
+    pd.testing.assert_frame_equal(a.coffee_every, every)
+    assert a.coffee_every.attrs == every.attrs
+    mine = coffee_breaks(df, a.min_break_ns)
+    pd.testing.assert_frame_equal(a.coffee_breaks, mine)
+    assert a.coffee_breaks.attrs == mine.attrs
+    # the report's pages start from it: the same as finding them again
+    reused = every_break(df, known={"t1": a.coffee_every})["t1"]
+    fresh = every_break(df)["t1"]
+    pd.testing.assert_frame_equal(reused[0], fresh[0])
+    assert list(reused[1]) == list(fresh[1]) and reused[2] == fresh[2]

@@ -38,10 +38,9 @@ def run(tmp_path_factory):
 
 
 def drawn(df, a):
-    """The texts of the pages report/coffee.py adds, as pdf.py's jobs."""
-    pages = coffee.pages("r", df, a)
-    assert len(pages) == 2
-    return [text_of(draw, *args) for _, draw, args in pages]
+    """The texts of the two pages pdf.py's coffee job draws."""
+    found, table = coffee.found(df, a)
+    return [text_of(coffee.arrivals, "r", df, a, found, table), text_of(coffee.sweep, "r", table)]
 
 
 def test_both_arrivals_and_the_sweep_are_shown(run):

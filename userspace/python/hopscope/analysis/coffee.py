@@ -271,10 +271,14 @@ def recorded_arrivals(df):
     return [a for a in ARRIVALS if a in df.columns and bool(df[a].to_numpy().any())] or ["t1"]
 
 
-def every_break(df, arrivals=None, link_bps=None):
+def every_break(df, arrivals=None, link_bps=None, known=None):
     """{arrival: (every break however short, idle_waits, arrival_gap_ns)},
-    what sweep() and a report's pages pick their thresholds from (at_least)."""
-    return {a: (coffee_breaks(df, 0, a, link_bps), idle_waits(df, a), arrival_gap_ns(df, a))
+    what sweep() and a report's pages pick their thresholds from (at_least).
+    known: {arrival: every break however short} already found (an Analysis's
+    coffee_every), not found again."""
+    known = known or {}
+    return {a: (known[a] if a in known else coffee_breaks(df, 0, a, link_bps),
+                idle_waits(df, a), arrival_gap_ns(df, a))
             for a in arrivals or recorded_arrivals(df)}
 
 

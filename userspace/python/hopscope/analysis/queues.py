@@ -35,12 +35,13 @@ class QueueSeries:
 def stage_interval(df, enter, leave):
     """(enter ns, leave ns, kept mask, open count, negative count) of the
     packets seen at both stages with leave >= enter, as int64."""
-    s, e, kept, n_open, n_negative = _interval_mask(df, enter, leave)
+    s, e, kept, n_open, n_negative = interval_mask(df, enter, leave)
     return s[kept], e[kept], kept, n_open, n_negative
 
 
-def _interval_mask(df, enter, leave):
-    """stage_interval with every row's instants and the mask of those kept."""
+def interval_mask(df, enter, leave):
+    """stage_interval with every row's instants, as the columns give them,
+    and the mask of those kept (a new array, the caller's to change)."""
     for stage in (enter, leave):
         if stage not in df.columns:
             raise ValueError(f"stage {stage} was not recorded in this run")
@@ -58,7 +59,7 @@ def occupancy(df, queue):
     also "backlog", "qdisc") as a step function."""
     if queue not in QUEUES:
         raise ValueError(f"unknown queue {queue!r}: one of {', '.join(QUEUES)}")
-    s, e, kept, n_open, n_negative = _interval_mask(df, *QUEUES[queue])
+    s, e, kept, n_open, n_negative = interval_mask(df, *QUEUES[queue])
     t, n = step_count(s, e, kept)
     return QueueSeries(t, n, n_open, n_negative)
 

@@ -8,7 +8,7 @@ import pandas as pd
 
 from . import inplace
 from .busy import busy_periods, min_transit_by_size
-from .coffee import coffee_breaks, default_min_ns, interoccurrence
+from .coffee import at_least, coffee_breaks, default_arrival, default_min_ns, interoccurrence
 from .hist import relative_histogram
 from .interarrival import seen_sorted
 from .loss import loss_table
@@ -39,6 +39,8 @@ class Analysis:
     input_queue_paper: np.ndarray   # arrivals per Δpr
     output_queue_paper: np.ndarray  # arrivals per Δo
     coffee_breaks: pd.DataFrame     # attrs say what was left out
+    coffee_every: pd.DataFrame      # every break however short (coffee_breaks(df, 0)):
+                                    # those at any minimum come from it (coffee.at_least)
     coffee_interoccurrence: np.ndarray
     loss: pd.DataFrame
     busy_periods: pd.DataFrame
@@ -59,7 +61,8 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
         min_break_ns = int(min_break_ns)
         # the steps that keep nothing large first, those whose results stay
         # after: their temporaries then stack on less (fresh memory is slow on a VM)
-        breaks = start(coffee_breaks, min_break_ns)
+        arrival = default_arrival(df)
+        every = start(coffee_breaks, 0, arrival)
         loss, min_transit = start(loss_table), start(min_transit_by_size)
         busy = start(busy_periods)  # its temporaries are four times what it keeps
         # the longer steps (the output's) first: the two threads end together
@@ -68,7 +71,8 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
         complete = int((df["status"] == "complete").sum())  # while the steps run
         stats, stats_by_tos, hists, log_hists, hists_by_tos = delays.result()
         (delta_pr, input_paper), (delta_o, output_paper) = inp.result(), outp.result()
-        (inq, inq_hist), (outq, outq_hist), breaks = inq.result(), outq.result(), breaks.result()
+        (inq, inq_hist), (outq, outq_hist), every = inq.result(), outq.result(), every.result()
+        breaks = at_least(every, min_break_ns)
         return Analysis(
             resolution_ns=int(resolution_ns), min_break_ns=min_break_ns,
             packets=len(df), complete=complete,
@@ -79,6 +83,7 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
             input_queue_hist=inq_hist, output_queue_hist=outq_hist,
             input_queue_paper=input_paper, output_queue_paper=output_paper,
             coffee_breaks=breaks, coffee_interoccurrence=interoccurrence(breaks),
+            coffee_every=every,
             loss=loss.result(), busy_periods=busy.result(), min_transit=min_transit.result())
 
 

@@ -23,7 +23,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 from ..analysis.runs import runs_table, senders_table, summary_table
 from ..analysis.stats import STAGES
 from ..files import atomic
-from .figures import tos_label
+from .figures import log_scale, tos_label
 from .page import PAGE, plt
 
 PLOTTED = (("p50", "o"), ("p99", "s"), ("p99_9", "^"), ("max", "v"))
@@ -83,7 +83,7 @@ def _plots(pdf, summary, title):
             ax.errorbar(shift, rows[f"{stat}_mean"] / US, yerr=rows[f"{stat}_std"].fillna(0) / US,
                         fmt=marker, capsize=3, label=stat.replace("_", "."))
         ax.set_title(stage)
-        ax.set_yscale("log")
+        log_scale(ax)
         ax.set_ylabel("µs")
         ax.set_xticks(list(x))
         ax.set_xticklabels(conditions, rotation=20, ha="right", fontsize=9)

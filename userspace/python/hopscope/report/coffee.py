@@ -12,23 +12,20 @@ break is very likely to occur after about 390 packets", Sec. IV-D), with
 the median and the mean beside it.
 """
 import numpy as np
-from matplotlib import ticker
 
 from ..analysis import coffee
-from ..analysis.queues import QueueSeries, stage_interval, step_count, time_weighted_hist
+from ..analysis.queues import (QueueSeries, interval_mask, stage_interval, step_count,
+                               time_weighted_hist)
 from . import figures as fig
 
 PAPER_MODE = 390  # packets: Fig. 7c's peak
 
 
-def pages(label, df, a):
-    """Both pages as (what, draw, args) of pdf.py's jobs: draw(f, *args). The
-    breaks and the sweep both pages show are found here, once, before the
-    pages are drawn (in forked workers, each would find them again)."""
-    found = coffee.every_break(df)
-    table = coffee.sweep(df, found=found)
-    return [(f"{label}'s coffee breaks", arrivals, (label, df, a, found, table)),
-            (f"{label}'s coffee-break sweep", sweep, (label, table))]
+def found(df, a):
+    """(every_break of each recorded arrival, its sweep): what both pages
+    show; the default arrival's breaks the analysis found already."""
+    every = coffee.every_break(df, known={a.coffee_every.attrs["arrival"]: a.coffee_every})
+    return every, coffee.sweep(df, found=every)
 
 
 def _us(ns):
@@ -44,6 +41,22 @@ def _default_rows(table):
     return table[table["rule"] == "arrival gap"].set_index("arrival")
 
 
+def wait_quantiles(df, arrival, complete, a):
+    """p50, p99 and p99.9 of the complete packets' waits from arrival to t2,
+    as stage_stats takes a delay: both stamps seen, never negative. From t1
+    that is d_iq, whose figures the analysis has."""
+    if arrival == "t1":
+        d_iq = a.stats.set_index("stage").loc["d_iq"]
+        return [d_iq["p50"], d_iq["p99"], d_iq["p99_9"]]
+    came, t2, ok, _, _ = interval_mask(df, arrival, "t2")
+    ok &= complete  # our own mask
+    wait = t2[ok]
+    wait -= came[ok]  # in place: fresh memory is slow on a VM
+    if not len(wait):
+        return [np.nan] * 3
+    return np.quantile(wait, [0.5, 0.99, 0.999], overwrite_input=True)
+
+
 def arrivals(f, label, df, a, found, table):
     complete = (df["status"] == "complete").to_numpy()
     chosen = _default_rows(table)
@@ -51,8 +64,6 @@ def arrivals(f, label, df, a, found, table):
     user_min = a.min_break_ns != chosen.loc[default, "min_ns"]
     rows, kept = [], {}
     for arrival, (every, *_) in found.items():
-        t_in = df[arrival].to_numpy(np.int64)[complete]
-        wait = df["t2"].to_numpy(np.int64)[complete][t_in != 0] - t_in[t_in != 0]
         # from t1 the analysis has it; from t0 the backlog joins the queue
         q = (a.input_queue if arrival == "t1" else
              QueueSeries(*step_count(*stage_interval(df, arrival, "t2")[:2])))
@@ -60,7 +71,7 @@ def arrivals(f, label, df, a, found, table):
         least = a.min_break_ns if user_min else int(chosen.loc[arrival, "min_ns"])
         kept[arrival] = coffee.at_least(every, least)
         st = coffee.interoccurrence_stats(coffee.interoccurrence(kept[arrival]))
-        p = np.quantile(wait, [0.5, 0.99, 0.999]) if len(wait) else [np.nan] * 3
+        p = wait_quantiles(df, arrival, complete, a)
         floor = table[(table["arrival"] == arrival) & (table["rule"] == "idle floor")
                       & (table["quantile"] == coffee.IDLE_QUANTILE)]["floor_ns"].iloc[0]
         rows.append([f"{arrival}: {coffee.ARRIVALS[arrival]}", *(_us(v) for v in p),
@@ -100,8 +111,7 @@ def arrivals(f, label, df, a, found, table):
             counts, _ = np.histogram(d, edges)
             axd["durations"].stairs(counts / len(d), edges, label=f"from {arrival}")
     ax = axd["durations"]
-    ax.set_xscale("log")
-    ax.xaxis.set_minor_formatter(ticker.NullFormatter())  # a short span: labels would collide
+    fig.log_scale(ax, "x")
     ax.set_xlabel("break duration (µs)")
     ax.set_ylabel("relative frequency")
     ax.set_title("durations", fontsize=10)
@@ -129,11 +139,11 @@ def sweep(f, label, table):
                       label=f"{stat}, from {arrival}")
     ax_m.axhline(PAPER_MODE, color="k", lw=0.8, ls=":", label=f"the paper's ~{PAPER_MODE}")
     for ax, what in ((ax_b, "breaks counted"), (ax_m, "interoccurrence (packets)")):
-        ax.set_xscale("log")
+        fig.log_scale(ax, "x")
         ax.set_xlabel("shortest break counted (µs)")
         ax.set_ylabel(what)
         ax.legend(fontsize=7)
-    ax_m.set_yscale("log")
+    fig.log_scale(ax_m)
     rows = [[r.arrival, f"idle p{r.quantile * 100:g}" if r.rule == "idle floor" else r.rule,
              "yes" if r.judged else "", _us(r.floor_ns), _us(r.min_ns), str(r.breaks),
              str(r.shorter), _us(r.total_ns), _n(r.mode), _n(r.median), _n(r.mean)]

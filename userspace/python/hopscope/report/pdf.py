@@ -89,8 +89,9 @@ def jobs(runs):
         if len(a.histograms_by_tos) > 1:
             page(f"{label}'s senders", _senders, label, a)
         page(f"{label}'s queues", _queues, label, df, a)
-        for what, draw, args in coffee.pages(label, df, a):
-            page(what, draw, *args)
+        # one job of two pages: the breaks and the sweep both show are found
+        # in the worker that draws them, beside the other pages
+        out.append((f"{label}'s coffee breaks", _coffee, (label, df, a)))
         page(f"{label}'s series", _series, label, df)
         page(f"{label}'s output side", _output_side, label, a)
     return out
@@ -102,6 +103,13 @@ def _page(pdf, draw, *args):
     pdf.savefig(f)
     plt.close(f)
     return 1
+
+
+def _coffee(pdf, label, df, a):
+    found, table = coffee.found(df, a)
+    _page(pdf, coffee.arrivals, label, df, a, found, table)
+    _page(pdf, coffee.sweep, label, table)
+    return 2
 
 
 def _us(v):
@@ -233,15 +241,14 @@ def _first_t1(df):
 
 def _series(f, label, df):
     axes = f.subplots(3, 1, sharex=True)
-    complete = np.flatnonzero((df["status"] == "complete").to_numpy())
-    order, t = fig.time_order(df["t1"].to_numpy()[complete], _first_t1(df))
-    rows = complete[order]
-    del complete, order  # each array of a packet less is fresh memory not touched
+    complete = (df["status"] == "complete").to_numpy()
+    rows, bounds, mid = fig.time_bins(df["t1"].to_numpy(), complete, _first_t1(df))
+    del complete
+    us = np.empty(len(rows))  # one buffer for the three delays: fresh memory is slow
     for ax, stage in zip(axes, STAGES[:3]):
-        us = df[stage].to_numpy(np.float64)[rows]
-        us *= fig.US  # in place: our own copy
-        fig.delay_series(ax, t, us, stage)
-        del us
+        np.take(df[stage].to_numpy(np.float64), rows, out=us)
+        us *= fig.US
+        fig.delay_series(ax, mid, us, bounds, stage)
         ax.set_title(fig.STAGE_LABEL[stage])
         ax.legend(fontsize=8, loc="upper right")
     f.suptitle(f"{label}: delays over time (per time bin: median and 99th percentile)")
