@@ -11,9 +11,8 @@ does them. On a VM whose host takes back freed guest memory (virtio-balloon
 free page reporting, after about 2 s) touching memory the process has not
 used recently costs up to seconds per GB, and that cost varies from run to
 run; the script times touching 1 GB first so the two can be told apart.
-With GLIBC_TUNABLES=glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776:
-glibc.malloc.arena_max=1 (one string) glibc keeps freed memory in the process,
-its threads' too, and the statistics reuse it.
+With build/hopscope's GLIBC_TUNABLES (userspace/glibc.tunables) glibc keeps
+freed memory in the process, its threads' too, and the statistics reuse it.
 """
 import argparse
 import os

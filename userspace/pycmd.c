@@ -79,8 +79,8 @@ int hs_exec_python(int argc, char **argv)
 	 * on 10 M records (bench/analysis_stats.py). One arena: the statistics'
 	 * threads otherwise get arenas of their own, mapped and unmapped as they
 	 * go, and touch fresh memory again (docs/measurements.md). A user's own
-	 * setting wins. */
-	setenv("GLIBC_TUNABLES", "glibc.malloc.mmap_max=0:glibc.malloc.trim_threshold=1099511627776:glibc.malloc.arena_max=1", 0);
+	 * setting wins. (userspace/glibc.tunables) */
+	setenv("GLIBC_TUNABLES", HS_GLIBC_TUNABLES, 0);
 	use_own_package();
 	name_own_program();
 	/* and not a hopscope/ in the current directory ahead of it (`python -m`
