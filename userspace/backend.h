@@ -28,6 +28,11 @@ struct hs_iface {
 	uint32_t n_gone, n_down;	/* times seen gone (deleted, moved), gone down */
 };
 
+/* slots_per_cpu without --slots (a literal: record's help prints it) */
+#define HS_SLOTS_DEFAULT 16384
+#define HS_STR_(x) #x
+#define HS_STR(x) HS_STR_(x)
+
 /* Settings, filled from the command line before the backend opens. */
 struct hs_config {
 	const char *netns;		/* name under /run/netns, or NULL = current */

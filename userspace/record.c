@@ -94,7 +94,8 @@ static const struct argp_option options[] = {
 	{ "xdp-mode", OPT_XDP, "MODE", 0, "auto (default: generic on veth, native elsewhere, "
 	  "generic where the driver refuses native or gives it no metadata room), native, "
 	  "generic" },
-	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default 16384)" },
+	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default "
+	  HS_STR(HS_SLOTS_DEFAULT) ")" },
 	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default 32)" },
 	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
@@ -730,7 +731,7 @@ int hs_cmd_record(int argc, char **argv)
 	struct opts o = {
 		.cfg = {
 			.stages = HS_STAGES_CORE,
-			.slots_per_cpu = 16384,
+			.slots_per_cpu = HS_SLOTS_DEFAULT,
 			.ringbuf_bytes = 32ull << 20,
 			.drops = true,
 			.sample_n = 1,
