@@ -61,18 +61,57 @@ def ipv4_only():
         ns(role, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
 
 
-def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0, role="sender1"):
+# The sender's loop (argv: n dst port size sport tclass chunk room). Before
+# each chunk it waits until no CPU's input backlog (/proc/net/softnet_stat's
+# 12th column, input and process queue) holds more than room, the chunk's
+# room under netdev_max_backlog: the backlog then never refuses one of its
+# packets (counted as the sender's tx dropped, before any hook), however
+# long the router's CPU is held up. chunk 0: as fast as Python sends.
+SENDER = r"""
+import socket, sys, time
+n, dst, port, size, sport, tclass, chunk, room = sys.argv[1:]
+n, port, size, sport, tclass, chunk, room = map(int, (n, port, size, sport, tclass, chunk, room))
+six = ":" in dst
+s = socket.socket(socket.AF_INET6 if six else socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 24)
+s.setsockopt(*((41, 67) if six else (0, 1)), tclass)  # IPV6_TCLASS / IP_TOS
+s.bind(("", sport))
+
+def backlog():
+    with open("/proc/net/softnet_stat") as f:
+        return max(int(line.split()[11], 16) for line in f)
+
+for i in range(n):
+    if chunk and i % chunk == 0:
+        end = time.monotonic() + 60
+        while backlog() > room:
+            if time.monotonic() > end:
+                sys.exit(f"the input backlog held over {room} packets for 60 s")
+            time.sleep(0.0005)
+    s.sendto(i.to_bytes(4, "big") * (size // 4), (dst, port))
+"""
+CHUNK = 500  # half the default netdev_max_backlog (1000)
+
+
+def backlog_room(chunk):
+    """what the input backlog may hold before a chunk is sent: the machine's
+    netdev_max_backlog (not seen from inside a namespace) less the chunk"""
+    with open("/proc/sys/net/core/netdev_max_backlog") as f:
+        room = int(f.read()) - chunk
+    assert room >= 0, f"netdev_max_backlog is below {chunk}: raise it to send in chunks"
+    return room
+
+
+def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0, role="sender1", flood=False):
     """n datagrams from role (a sender) on its CPU (0), each payload starting
-    with its index (so no two share a packet key); returns once all are sent"""
-    six = ":" in dst
-    code = ("import socket\n"
-            f"s=socket.socket(socket.AF_INET{'6' if six else ''},socket.SOCK_DGRAM)\n"
-            "s.setsockopt(socket.SOL_SOCKET,socket.SO_SNDBUF,1<<24)\n"
-            f"s.setsockopt({'41,67' if six else '0,1'},{tclass})\n"  # IPV6_TCLASS / IP_TOS
-            f"s.bind(('',{sport}))\n"
-            f"for i in range({n}):\n"
-            f"    s.sendto(i.to_bytes(4,'big')*({size}//4),('{dst}',{port}))\n")
-    ns(role, "taskset", "-c", "0", sys.executable, "-c", code, timeout=120)
+    with its index (so no two share a packet key); returns once all are sent.
+    None is refused by the router's input backlog, however busy the machine
+    (SENDER); flood: as fast as Python sends, and the backlog may refuse some"""
+    r = ns(role, "taskset", "-c", "0", sys.executable, "-c", SENDER, str(n), dst, str(port),
+           str(size), str(sport), str(tclass), str(0 if flood else CHUNK),
+           str(0 if flood else backlog_room(CHUNK)), timeout=120,
+           check=False)
+    assert r.returncode == 0, r.stderr
 
 
 def links(role="router"):
@@ -91,7 +130,12 @@ def wait_out(before, n, timeout=60):
     def done():
         a = links()
         return delta(a, before, "r-rx", "tx") + delta(a, before, "r-rx", "tx", "dropped") >= n
-    assert wait_for(done, timeout=timeout), (links()["r-rx"], before["r-rx"])
+    # on a miss, what the senders' links refused too (the router's input
+    # backlog full: before any hook, so no record either)
+    assert wait_for(done, timeout=timeout), (
+        links()["r-rx"], before["r-rx"],
+        {r: links(r)[i]["tx"]["dropped"] for r, i in (("sender1", "s1-eth0"),
+                                                       ("sender2", "s2-eth0"))})
 
 
 def summary(text):

@@ -17,10 +17,11 @@ SLACK = RING_SLACK      # places a ring keeps free (include/hopscope.h)
 
 
 def phase(n, sport):
-    """n datagrams to port 7001 from sport, once the router has passed
-    every one the input took (r-s1) to r-rx; returns how many it took"""
+    """n datagrams to port 7001 from sport, as fast as Python sends (the
+    backlog may refuse some), once the router has passed every one the
+    input took (r-s1) to r-rx; returns how many it took"""
     before = links()
-    send_udp(n, port=7001, sport=sport)
+    send_udp(n, port=7001, sport=sport, flood=True)
     # the sender is done: every frame r-s1 took is in the backlog
     took = delta(links(), before, "r-s1", "rx")
     wait_out(before, took)
