@@ -69,8 +69,12 @@ def arrivals(f, label, df, a, found, table):
              QueueSeries(*step_count(*stage_interval(df, arrival, "t2")[:2])))
         n, frac = a.input_queue_hist if arrival == "t1" else time_weighted_hist(q)
         least = a.min_break_ns if user_min else int(chosen.loc[arrival, "min_ns"])
-        kept[arrival] = coffee.at_least(every, least)
-        st = coffee.interoccurrence_stats(coffee.interoccurrence(kept[arrival]))
+        if arrival == default:  # the analysis kept them, at this very least
+            kept[arrival], gaps = a.coffee_breaks, a.coffee_interoccurrence
+        else:
+            kept[arrival] = coffee.at_least(every, least)
+            gaps = coffee.interoccurrence(kept[arrival])
+        st = coffee.interoccurrence_stats(gaps)
         p = wait_quantiles(df, arrival, complete, a)
         floor = table[(table["arrival"] == arrival) & (table["rule"] == "idle floor")
                       & (table["quantile"] == coffee.IDLE_QUANTILE)]["floor_ns"].iloc[0]
