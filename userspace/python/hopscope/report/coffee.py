@@ -70,18 +70,19 @@ def arrivals(f, label, df, a, found, table):
         n, frac = a.input_queue_hist if arrival == "t1" else time_weighted_hist(q)
         least = a.min_break_ns if user_min else int(chosen.loc[arrival, "min_ns"])
         if arrival == default:  # the analysis kept them, at this very least
-            kept[arrival], gaps = a.coffee_breaks, a.coffee_interoccurrence
+            breaks, gaps = a.coffee_breaks, a.coffee_interoccurrence
         else:
-            kept[arrival] = coffee.at_least(every, least)
-            gaps = coffee.interoccurrence(kept[arrival])
+            breaks = coffee.at_least(every, least)
+            gaps = coffee.interoccurrence(breaks)
         st = coffee.interoccurrence_stats(gaps)
+        kept[arrival] = breaks, gaps, st  # the table's, and the figures'
         p = wait_quantiles(df, arrival, complete, a)
         floor = table[(table["arrival"] == arrival) & (table["rule"] == "idle floor")
                       & (table["quantile"] == coffee.IDLE_QUANTILE)]["floor_ns"].iloc[0]
         rows.append([f"{arrival}: {coffee.ARRIVALS[arrival]}", *(_us(v) for v in p),
                      _us(floor), _n(float((n * frac).sum()), 2),
                      str(int(q.n.max()) if len(q.n) else 0), _us(least),
-                     str(len(kept[arrival])), _n(st["mode"]), _n(st["median"]),
+                     str(len(breaks)), _n(st["mode"]), _n(st["median"]),
                      _n(st["mean"])])
     layout = [["table"] * (len(found) + 1), [f"gaps {x}" for x in found] + ["durations"]]
     axd = f.subplot_mosaic(layout, height_ratios=[0.8, 2])
@@ -99,10 +100,9 @@ def arrivals(f, label, df, a, found, table):
                       f"(Sec. IV-D: a new break \"very likely\" after about {PAPER_MODE} "
                       f"packets), from {coffee.MODE_BIN_PACKETS}-packet bins.",
                       fontsize=9, transform=axd["table"].transAxes, in_layout=False)
-    for arrival, b in kept.items():
+    for arrival, (b, gaps, st) in kept.items():
         ax = axd[f"gaps {arrival}"]
-        st = coffee.interoccurrence_stats(coffee.interoccurrence(b))
-        fig.counts_hist(ax, coffee.interoccurrence(b), None)
+        fig.counts_hist(ax, gaps, None)
         if st["count"]:
             ax.axvline(st["mode"], color="C1", lw=1, label=f"mode {st['mode']}")
         ax.axvline(PAPER_MODE, color="C2", lw=1, ls=":", label=f"the paper: ~{PAPER_MODE}")
@@ -119,7 +119,7 @@ def arrivals(f, label, df, a, found, table):
     ax.set_xlabel("break duration (µs)")
     ax.set_ylabel("relative frequency")
     ax.set_title("durations", fontsize=10)
-    if any(len(b) for b in kept.values()):
+    if any(len(b) for b, _, _ in kept.values()):
         ax.legend(fontsize=8)
     f.suptitle(f"{label}: coffee breaks, the input queue joined at t0 or at t1\n(the default "
                f"here: breaks from {default}; d_iq and the queue pages from t1)")
