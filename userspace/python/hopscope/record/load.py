@@ -56,8 +56,8 @@ def load(path, verify=True, strict=False, less_probe=False):
     not intact; by default every whole chunk is loaded, a RecordFileWarning
     says what was not, and df.attrs["truncated"] is set.
     less_probe: add, for each delay with a probe floor, a float column
-    DELAY_less_probe: the delay minus the floor (the mean time the probes
-    spent inside it, df.attrs["probe_floor"]); an estimate of what the delay
+    DELAY_less_probe: the delay minus the mean time the probes spent inside
+    it (df.attrs["probe_floor"], mean_ns); an estimate of what the delay
     would have been untraced, per packet only on average.
     df.attrs["histograms"]: the last COUNTERS (or END) chunk's stage histograms,
     a list of series (record/hist.py), or None; df.attrs["hist_drops"] the
@@ -69,7 +69,7 @@ def load(path, verify=True, strict=False, less_probe=False):
     df = to_dataframe(rf)
     if less_probe:
         for col, f in (df.attrs["probe_floor"] or {}).items():
-            df[f"{col}_less_probe"] = df[col] - f["floor_ns"]
+            df[f"{col}_less_probe"] = df[col] - f["mean_ns"]
     for note in rf.notes:
         warnings.warn(f"{rf.path}: {note}", RecordFileWarning, stacklevel=2)
     if rf.problems:

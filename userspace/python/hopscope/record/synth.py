@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import format as fmt
-from . import header
+from . import header, probecost
 
 # (name, ifindex, role) of the synthetic router's interfaces
 _INTERFACES = (("r-s1", 2, "in"), ("r-s2", 3, "in"), ("r-rx", 4, "out"))
@@ -243,17 +243,16 @@ def probe_cost(**samples):
     """A "probe_cost" object (docs/record-format.md) as the recorder would sum
     it from these exit - entry samples (ns) per stage name."""
     out = {}
+    edges = probecost.bucket_edges(probecost.COST_LAYOUT)
     for stage, v in samples.items():
         s = np.asarray(v, np.int64)
-        top = header.COST_BUCKETS * header.COST_BUCKET_NS
-        hist = np.trim_zeros(np.bincount(s[s < top] // header.COST_BUCKET_NS,
-                                         minlength=header.COST_BUCKETS), "b")
+        top = edges[-1]
+        hist = np.trim_zeros(np.histogram(s[s < top], edges)[0], "b")
         out[stage] = {"n": len(s), "sum_ns": int(s.sum()),
                       "sum_sq": int((np.minimum(s, header.COST_SQ_CAP) ** 2).sum()),
                       "max_ns": int(s.max()), "over": int((s >= top).sum()),
                       "hist": [int(x) for x in hist]}
-    return {"sample_shift": header.COST_SAMPLE_SHIFT, "bucket_ns": header.COST_BUCKET_NS,
-            "sq_cap_ns": header.COST_SQ_CAP, "stages": out}
+    return dict(probecost.COST_LAYOUT, stages=out)
 
 
 def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65536,
