@@ -86,7 +86,7 @@ def stage_costs(pc):
     under it), p50, p99, max (ns), and over (samples beyond the histogram).
     pc: a checked "probe_cost" object."""
     out = {}
-    edges = bucket_edges(pc, max(len(c["hist"]) for c in pc["stages"].values()))
+    edges = bucket_edges(pc, max((len(c["hist"]) for c in pc["stages"].values()), default=0))
     for name, c in pc["stages"].items():
         n = c["n"]
         if not n:
