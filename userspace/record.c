@@ -101,7 +101,7 @@ static const struct argp_option options[] = {
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
 	{ "floor", OPT_FLOOR, "clock", OPTION_ARG_OPTIONAL, "attach empty programs (kmod: "
 	  "probes that return at once) at the same hooks and record nothing: what the hooks "
-	  "alone cost, the floor no tracer there can beat (bench/overhead, bench/kmod_overhead); "
+	  "alone cost, the floor no tracer there can beat (evaluation/bench/overhead, evaluation/bench/kmod_overhead); "
 	  "=clock: each reads the clock once (eBPF backend), the floor of any tracer that stamps" },
 	{ "ready-fd", OPT_READY_FD, "N", 0, "write `ready` to file descriptor N once attached "
 	  "and the file header is written, then close it" },

@@ -86,7 +86,7 @@ class Testbed:
         complete, so they keep the router's CPU to the router (--shield
         router): on this VM the kernel runs no BPF tracepoint program, t4's
         included, while its agent (PID 1) is the task a softirq interrupted
-        (docs/measurements.md, "t4 gap"). shield=False: other tasks share it."""
+        (evaluation/measurements.md, "t4 gap"). shield=False: other tasks share it."""
         env = dict(os.environ, HS_PREFIX=self.prefix)
         args = [*args, "--shield", "router"] if shield else list(args)
         r = subprocess.run([TESTBED, "up", *args], env=env, capture_output=True, text=True)

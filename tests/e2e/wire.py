@@ -1,5 +1,5 @@
 """D-ITG streams through the testbed's router, each packet joined to its
-record, and what bench/generator_jitter, bench/additivity and
+record, and what evaluation/bench/generator_jitter, evaluation/bench/additivity and
 tests/e2e/test_wire.py measure with them: a constant-rate stream's
 inter-arrivals at the probes against the configured gap and against the
 sender's own inter-departures; whether a record's stages are in order and

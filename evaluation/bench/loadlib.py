@@ -1,4 +1,4 @@
-"""What bench/load_matrix and bench/soak share: one constant-rate iperf3 UDP
+"""What evaluation/bench/load_matrix and evaluation/bench/soak share: one constant-rate iperf3 UDP
 stream of 200 B through the testbed's router while `hopscope record` runs,
 what each run counted (sent, received at the sink, complete records, the
 delays' percentiles and probe floor), the lossless-rate search, and the pure
@@ -7,7 +7,7 @@ metrics the two report (tests/python/test_load_methods.py checks those).
 The generator is iperf3 (`-u -b RATE -l 200`, paced:
 hopscope.traffic.generators.iperf.client_command with a 1 µs pacing timer):
 about 226 kpps of 200 B on one vCPU here, where ITGSend tops out at about
-131 kpps (docs/measurements.md), and it reports the packets it sent.
+131 kpps (evaluation/measurements.md), and it reports the packets it sent.
 """
 import importlib.machinery
 import importlib.util
@@ -18,7 +18,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
 import hopscope  # noqa: E402
 from conftest import TESTBED, Recorder, Testbed  # noqa: E402
@@ -112,7 +112,7 @@ class Bed:
         # 10 µs it reached 155 kpps here, at 1 µs 226 kpps (unpaced, -b 0: 298)
         cmd[cmd.index("--pacing-timer") + 1] = str(PACING_US)
         # no per-second reports: a long run's JSON would outgrow the pipe
-        # before a caller that waits (bench/soak) reads it
+        # before a caller that waits (evaluation/bench/soak) reads it
         cmd += ["-i", "0"]
         return subprocess.Popen(["ip", "netns", "exec", self.prefix + "sender1", "taskset", "-c",
                                  self.cpu("sender"), *cmd], stdout=subprocess.PIPE,
@@ -356,9 +356,9 @@ def growth(t, y, rel=0.05, floor=1 << 20):
 
 
 def machine():
-    """Where and when: bench/ground_truth's machine() (kernel, CPUs, load
+    """Where and when: evaluation/bench/ground_truth's machine() (kernel, CPUs, load
     average, commit), loaded from its file (a script, not a module)."""
-    path = os.path.join(ROOT, "bench", "ground_truth")
+    path = os.path.join(ROOT, "evaluation", "bench", "ground_truth")
     spec = importlib.util.spec_from_loader("ground_truth",
                                            importlib.machinery.SourceFileLoader("ground_truth",
                                                                                 path))
