@@ -35,8 +35,8 @@ def test_a_short_run_measures_every_configuration(tmp_path):
     assert all(0 <= rnd[c]["repeated"] <= 3 for c in CONFIGS), rnd
     assert res["summary"]["64"]["repeated"] == sum(rnd[c]["repeated"] for c in CONFIGS)
     s = res["summary"]["64"]
-    # a t4 the VM's own agent delays past the window may be missing (README,
-    # Known limits): a handful, never more
+    # a t4 the kernel skipped may be missing (docs/troubleshooting.md): a
+    # handful, never more
     assert s["completeness"] >= 0.999 and s["ring_lost"] == 0, s
     assert set(res["ns_per_run"]["64"]) == CONFIGS - {"untraced", "tcpdump"}
     page, readme = tmp_path / "overhead.md", tmp_path / "README.md"

@@ -90,8 +90,9 @@ def test_two_senders_every_packet_one_complete_record(testbed, recorder):
 
 def test_rps_mode_every_packet_one_complete_record(testbed, recorder):
     """Default testbed (rps): the router on its own CPU, which the Testbed
-    fixture shields (this VM runs no BPF tracepoint program in its agent's
-    context: README, Known limits; test_shared_cpu.py shares the CPU)."""
+    fixture shields (on a kernel that skips BPF tracepoint programs in some
+    tasks' context, those tasks would cost t4s: docs/troubleshooting.md;
+    test_shared_cpu.py shares the CPU)."""
     testbed.up()
     df, _ = two_senders(testbed, recorder)
     for tos, size in ((4, 64), (5, 100)):
@@ -162,8 +163,8 @@ def test_tbf_output_queue_delay_and_drops(testbed, recorder):
     assert df.attrs["header"]["drop_reasons"][str(drop_reason("QDISC_DROP"))] == "QDISC_DROP"
     assert data.seq.is_unique  # one record per packet, whatever became of it
     # complete or dropped; but the shaper may hand a packet to the driver from
-    # the other CPU, where this VM's agent may be the interrupted task and no
-    # BPF tracepoint runs (README, Known limits): 1 of 11247 in one CI run.
+    # the other CPU, where a kernel that skips BPF tracepoint programs in some contexts may miss its t4
+    # (docs/troubleshooting.md): 1 of 11247 in one CI run.
     # Such a packet is flagged t4_unseen, never passed off as complete
     rest = data[~data.status.isin(["complete", "dropped"])]
     unseen = (rest["flags"].to_numpy() & 0x80) != 0

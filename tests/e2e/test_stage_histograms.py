@@ -157,10 +157,9 @@ def test_drops_by_stage_and_reason(tb, recorder, mode):
     names = df.attrs["header"]["drop_reasons"]
     assert {(s, names[str(r)]) for s, r in drops} == {("t3", "QDISC_DROP")}, drops
     assert sum(drops.values()) == c["dropped"] > 100, (drops, c, text)
-    # every packet accounted for, a t4 this VM's kernel skipped as still
-    # inside at the stop: README, Known limits (0.1-0.4 % of the packets of
-    # unshielded runs; 9 of these 2000 in a CI run, the agent's threads on
-    # the router's CPU)
+    # every packet accounted for, a t4 the kernel skipped as still inside
+    # at the stop (docs/troubleshooting.md; 0.1-0.4 % of the packets of
+    # unshielded runs on the development machine, 9 of these 2000 once)
     inside = df.attrs["trailer"]["userspace"]["inflight_at_stop"]
     assert c["complete"] + c["dropped"] + inside == 2000 and inside <= 40, (c, inside)
     transit = [s for s in df.attrs["histograms"] if s["delay"] == "transit"]

@@ -151,8 +151,8 @@ def test_each_run_counts_what_its_generators_router_and_recorder_did(campaign, r
         assert n["forwarded"] >= n["received"], (d, n)
         df = records[(c["condition_name"], c["repetition"])]
         assert n["records"] == len(df)
-        # every data packet complete (ci.toml keeps the router's CPU: this
-        # VM's agent skips BPF tracepoints, README), the control packets too
+        # every data packet complete (ci.toml keeps the router's CPU, so no
+        # t4 goes unseen: docs/troubleshooting.md), the control packets too
         assert n["complete"] == int((df["status"] == "complete").sum()) >= n["sent"], (d, n)
 
 
