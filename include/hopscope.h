@@ -289,7 +289,7 @@ struct hs_cost {
 #define HS_HIST_AGGREGATE 2
 /* record --floor (cfg_floor): every program returns at once (EMPTY), or
  * reads the clock into a per-CPU word first (CLOCK): at the four stages that
- * is what any tracer that stamps them pays at least (evaluation/bench/overhead) */
+ * is what any tracer that stamps them pays at least (evaluation/bench/overhead.py) */
 #define HS_FLOOR_EMPTY 1
 #define HS_FLOOR_CLOCK 2
 

@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+import benchlib  # noqa: F401 (the tree's package first on the path)
 import hopscope
 from hopscope.record.synth import write_synthetic
 

@@ -1,5 +1,5 @@
 """evaluation/overhead.md's tables, and README's line on them, are what
-evaluation/bench/overhead_table makes of the committed
+evaluation/bench/overhead_table.py makes of the committed
 evaluation/results/overhead.json: no figure typed by hand or left stale."""
 import json
 import shutil
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-TABLE = ROOT / "evaluation" / "bench" / "overhead_table"
+TABLE = ROOT / "evaluation" / "bench" / "overhead_table.py"
 JSON = ROOT / "evaluation" / "results" / "overhead.json"
 PAGE = ROOT / "evaluation" / "overhead.md"
 README = ROOT / "README.md"
@@ -38,7 +38,7 @@ def test_a_changed_measurement_makes_the_check_fail(tmp_path):
     changed = tmp_path / "overhead.json"
     changed.write_text(json.dumps(res))
     r = table("--json", changed, "--check")
-    assert r.returncode == 1 and "run evaluation/bench/overhead_table" in r.stderr
+    assert r.returncode == 1 and "run evaluation/bench/overhead_table.py" in r.stderr
     # and writing makes both match it
     page, readme, where = copies(tmp_path)
     assert table("--json", changed, *where).returncode == 0
@@ -92,7 +92,7 @@ def test_the_floor_goal_and_the_windows_measured_again_are_said(tmp_path):
 
 
 def test_the_goals_are_the_ones_the_bench_wrote(tmp_path):
-    """The table judges by the goals in the JSON (evaluation/bench/overhead's), the
+    """The table judges by the goals in the JSON (evaluation/bench/overhead.py's), the
     programs' ns per run against the empty ones' included."""
     res = json.loads(JSON.read_text())
     res["goals"]["traced_over_floor"] = 0.5
@@ -120,6 +120,6 @@ def test_user_errors_are_said_without_a_traceback(tmp_path):
     for args, message in ((["--readme", no_markers], "no markers"),
                           (["--page", no_markers], "no markers"),
                           (["--json", tmp_path / "missing.json"], "No such file"),
-                          (["--json", bad], "is not evaluation/bench/overhead's JSON")):
+                          (["--json", bad], "is not evaluation/bench/overhead.py's JSON")):
         r = table(*args, "--check")
         assert r.returncode == 1 and message in r.stderr and "Traceback" not in r.stderr

@@ -1,7 +1,7 @@
-"""evaluation/bench/overhead end to end, as a smoke run of seconds: its timings are
+"""evaluation/bench/overhead.py end to end, as a smoke run of seconds: its timings are
 evaluation/bench/'s and README's, never a test's. Every configuration forwards in the
 same round, recording keeps the packets it forwarded, every traced
-configuration gets its ns per run, and evaluation/bench/overhead_table renders the
+configuration gets its ns per run, and evaluation/bench/overhead_table.py renders the
 JSON. Own prefix (hst-bo-); the bench takes its testbed down itself."""
 import json
 import os
@@ -12,8 +12,8 @@ import sys
 from conftest import sh
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "evaluation", "bench", "overhead")
-TABLE = os.path.join(ROOT, "evaluation", "bench", "overhead_table")
+BENCH = os.path.join(ROOT, "evaluation", "bench", "overhead.py")
+TABLE = os.path.join(ROOT, "evaluation", "bench", "overhead_table.py")
 PREFIX = "hst-bo-"
 CONFIGS = {"untraced", "floor", "clock", "traced", "tcpdump", "aggregate", "sampled"}
 

@@ -1,15 +1,15 @@
 #!/usr/bin/env python3
 """The overhead tables of evaluation/overhead.md, and README's line on
-them, from evaluation/bench/overhead's JSON, never typed by hand.
+them, from evaluation/bench/overhead.py's JSON, never typed by hand.
 
 Writes, between the page's markers, the machine and the rounds the JSON
 says, one row per payload with each rate and ratio as the median over the
 rounds and its spread (min–max), the ns per program run, and whether the
 target is met; between README's markers, one sentence of the medians and a
 link to the page. Each ratio is taken within a round, then over the rounds
-(as evaluation/bench/overhead does).
+(as evaluation/bench/overhead.py does).
 
-    evaluation/bench/overhead_table [--json JSON] [--page MD] [--readme MD] [--check]
+    evaluation/bench/overhead_table.py [--json JSON] [--page MD] [--readme MD] [--check]
 --check changes nothing: exit 1 if a table or README's line is not what the
 JSON gives.
 """
@@ -20,9 +20,9 @@ import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BEGIN = "<!-- overhead table: evaluation/bench/overhead_table writes it from evaluation/results/overhead.json -->"
+BEGIN = "<!-- overhead table: evaluation/bench/overhead_table.py writes it from evaluation/results/overhead.json -->"
 END = "<!-- end of the overhead table -->"
-SUMMARY_BEGIN = "<!-- overhead line: evaluation/bench/overhead_table writes it -->"
+SUMMARY_BEGIN = "<!-- overhead line: evaluation/bench/overhead_table.py writes it -->"
 SUMMARY_END = "<!-- end of the overhead line -->"
 # (column, numerator, denominator): rates in kpps without a denominator
 FIGURES = (("untraced", "untraced", None), ("floor", "floor", None),
@@ -97,7 +97,7 @@ def table(res):
     tcpdump = [spread(res, p, "tcpdump", "untraced")[0] for p in payloads]
     lost = sum(res["summary"][p]["ring_lost"] for p in payloads)
     complete = min(res["summary"][p]["completeness"] for p in payloads)
-    goals = res["goals"]  # as evaluation/bench/overhead judged them
+    goals = res["goals"]  # as evaluation/bench/overhead.py judged them
     target = goals["traced_over_untraced"]
     verdict = ("NOT met" if worst[p_worst] < target else "met" if rounds_low >= target else
                f"met by the medians, not by every round (lowest {rounds_low:.3f})")
@@ -126,7 +126,7 @@ def table(res):
 
 def ns_over_floor(ns):
     """{stage program: its ns per run traced over the empty program's at its
-    hook}, from one payload's ns_per_run (evaluation/bench/overhead judges by it too)"""
+    hook}, from one payload's ns_per_run (evaluation/bench/overhead.py judges by it too)"""
     return {name: ns["traced"][name] / ns["floor"][name] for name in STAGE_PROGRAMS
             if name in ns["traced"] and name in ns["floor"]}
 
@@ -244,17 +244,17 @@ def main():
             except TableError as e:
                 raise TableError(f"{path}: {e}") from None
     except (OSError, ValueError, TableError) as e:
-        print(f"evaluation/bench/overhead_table: {e}", file=sys.stderr)
+        print(f"evaluation/bench/overhead_table.py: {e}", file=sys.stderr)
         return 1
     except (KeyError, TypeError) as e:
-        print(f"evaluation/bench/overhead_table: {a.json} is not evaluation/bench/overhead's JSON ({e!r})",
+        print(f"evaluation/bench/overhead_table.py: {a.json} is not evaluation/bench/overhead.py's JSON ({e!r})",
               file=sys.stderr)
         return 1
     stale = [path for path, (old, new) in texts.items() if new != old]
     if a.check:
         if stale:
-            print(f"evaluation/bench/overhead_table: {', '.join(stale)} not what {a.json} "
-                  "gives: run evaluation/bench/overhead_table", file=sys.stderr)
+            print(f"evaluation/bench/overhead_table.py: {', '.join(stale)} not what {a.json} "
+                  "gives: run evaluation/bench/overhead_table.py", file=sys.stderr)
             return 1
         return 0
     for path in stale:
