@@ -8,7 +8,7 @@
 static __always_inline bool hs_dev_in_router(const struct net_device *dev)
 {
 	/* ifindex alone is ambiguous: every namespace numbers its own
-	 * (docs/measurements.md, "Hooks on kernel 6.18") */
+	 * (evaluation/measurements.md, "Hooks on kernel 6.18") */
 	return dev && dev->nd_net.net->ns.inum == cfg_netns_inum;
 }
 

@@ -78,7 +78,7 @@ static __always_inline __u64 hs_arrival(__u32 key, __u32 ifindex, __u8 *flags)
  * so a periodic stream is not sampled in step with its period, and every
  * packet is traced with probability 1/n. A random draw per packet (traced
  * when below 2^32/n) cost t1 12-15 ns more per packet left out
- * (docs/measurements.md).
+ * (evaluation/measurements.md).
  */
 static __always_inline bool hs_skip(__u32 n)
 {

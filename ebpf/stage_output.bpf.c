@@ -25,7 +25,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	}
 	/* fires for every transmit on the machine, the senders' too: those
 	 * (and packets --sample left out) are told apart before the clock,
-	 * its dearest read (docs/measurements.md) */
+	 * its dearest read (evaluation/measurements.md) */
 	if (!hs_dev_in_router(dev) || hs_left_out(skb))
 		return 0;
 	now = bpf_ktime_get_ns();

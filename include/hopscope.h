@@ -168,7 +168,7 @@ static inline __u32 hs_seq_cpu(__u64 seq)
  * HS_RING_SLACK places short of a lap past read (room for nested claims),
  * and counts the record lost. A committed record with seq 0 was given up
  * (its packet left by another way) and is passed over. Measured against
- * the kernel's BPF ring buffer: docs/measurements.md.
+ * the kernel's BPF ring buffer: evaluation/measurements.md.
  */
 struct hs_ring_pos {
 	__u64 claim;		/* places taken by the programs */
@@ -306,7 +306,7 @@ struct hs_cost {
 #define HS_HIST_AGGREGATE 2
 /* record --floor (cfg_floor): every program returns at once (EMPTY), or
  * reads the clock into a per-CPU word first (CLOCK): at the four stages that
- * is what any tracer that stamps them pays at least (bench/overhead) */
+ * is what any tracer that stamps them pays at least (evaluation/bench/overhead.py) */
 #define HS_FLOOR_EMPTY 1
 #define HS_FLOOR_CLOCK 2
 
@@ -448,7 +448,7 @@ static inline __u64 hs_rotl64(__u64 x, unsigned int r)
  * xxHash64's round per 64-bit word and murmur3's 64-bit finalizer, folded to
  * 32 bits: 64-bit arithmetic throughout (BPF without alu32 pays for every
  * 32-bit operation), a quarter of the multiplications murmur3's 32-bit
- * rounds took; it cost XDP ~35 ns a packet (docs/measurements.md).
+ * rounds took; it cost XDP ~35 ns a packet (evaluation/measurements.md).
  */
 /* which hs_key_hash a file's keys are (its header's key_hash): keys of two
  * files compare only when it is the same; 1 was murmur3's 32-bit rounds */

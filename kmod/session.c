@@ -14,7 +14,7 @@
 #include "session.h"
 
 /* wake the reader once per tick, not once per record: a wakeup costs more
- * than the probe itself (docs/measurements.md, "What probes cost") */
+ * than the probe itself (evaluation/measurements.md, "What probes cost") */
 static void hs_wake_fn(struct work_struct *w)
 {
 	struct hs_session *s = container_of(to_delayed_work(w), struct hs_session, wake);

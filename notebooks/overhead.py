@@ -9,7 +9,7 @@
 # %% [markdown]
 # # What recording costs the router, and the floor no tracer can beat
 #
-# `bench/overhead` measures the router's maximum forwarding rate three ways,
+# `evaluation/bench/overhead.py` measures the router's maximum forwarding rate three ways,
 # interleaved round by round so that drift in the machine's load hits all
 # three alike:
 #
@@ -28,10 +28,10 @@
 # take, how much of that is the price of merely having programs at these
 # hooks (the floor), and what does each stage's program cost per packet?
 #
-# **Input**: `HOPSCOPE_OVERHEAD`, a JSON file written by `bench/overhead`.
+# **Input**: `HOPSCOPE_OVERHEAD`, a JSON file written by `evaluation/bench/overhead.py`.
 # The default, `tests/data/overhead.json`, was made by
 # `tests/data/make_recording.sh` at short settings (3 rounds of 2 s per
-# configuration and payload); `make bench` writes `results/bench/overhead.json`
+# configuration and payload); `make bench` writes `evaluation/results/overhead.json`
 # with longer ones.
 
 # %%
@@ -92,7 +92,7 @@ summary.round(3)
 # - **traced / floor** is what hopscope's own work costs: reading the clock,
 #   finding the packet's slot, writing the record and the ring buffer.
 # - **traced / untraced** is the product of the two: the share of its maximum
-#   rate the router keeps while recorded (`bench/overhead` aims at ≥ 0.75).
+#   rate the router keeps while recorded (`evaluation/bench/overhead.py` aims at ≥ 0.75).
 #
 # Below its maximum rate the router forwards everything either way: the
 # cost then shows as a little more time per packet at each stage (next
@@ -150,7 +150,7 @@ for p in payloads:
                  for name, ns in progs.items()]
 ns = pd.DataFrame(rows, columns=["payload", "config", "program", "ns"])
 if ns.empty:
-    print(f"{PATH} holds no time per program run: bench/overhead found none of its "
+    print(f"{PATH} holds no time per program run: evaluation/bench/overhead.py found none of its "
           "recorder's programs in `bpftool prog show` (see its stats pass)")
 else:
     order = [n for n in PROGRAMS if n in set(ns["program"])]

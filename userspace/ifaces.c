@@ -102,7 +102,7 @@ int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode)
 			ifc->xdp_why = "asked (--xdp-mode native)";
 		} else if (ifc->xdp_auto) {
 			/* native XDP moves veth receive onto NAPI: it cost ~0.15 of the
-			 * forwarding rate by itself (docs/measurements.md: the floor) */
+			 * forwarding rate by itself (evaluation/measurements.md: the floor) */
 			ifc->xdp_mode = veth ? XDP_FLAGS_SKB_MODE : XDP_FLAGS_DRV_MODE;
 			ifc->xdp_why = veth ? "auto: generic on veth, where native costs more" :
 					      "auto: native, the driver's own";

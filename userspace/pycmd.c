@@ -76,9 +76,9 @@ int hs_exec_python(int argc, char **argv)
 	/* the analysis commands live in the Python package. Keep freed memory in
 	 * the process: on VMs whose host reclaims freed pages, touching fresh
 	 * memory again cost 0.5-3 s per GB and doubled the time of the statistics
-	 * on 10 M records (bench/analysis_stats.py). One arena: the statistics'
+	 * on 10 M records (evaluation/bench/analysis_stats.py). One arena: the statistics'
 	 * threads otherwise get arenas of their own, mapped and unmapped as they
-	 * go, and touch fresh memory again (docs/measurements.md). A user's own
+	 * go, and touch fresh memory again (evaluation/measurements.md). A user's own
 	 * setting wins. (userspace/glibc.tunables) */
 	setenv("GLIBC_TUNABLES", HS_GLIBC_TUNABLES, 0);
 	use_own_package();

@@ -101,7 +101,7 @@ static const struct argp_option options[] = {
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
 	{ "floor", OPT_FLOOR, "clock", OPTION_ARG_OPTIONAL, "attach empty programs (kmod: "
 	  "probes that return at once) at the same hooks and record nothing: what the hooks "
-	  "alone cost, the floor no tracer there can beat (bench/overhead, bench/kmod_overhead); "
+	  "alone cost, the floor no tracer there can beat (evaluation/overhead.md); "
 	  "=clock: each reads the clock once (eBPF backend), the floor of any tracer that stamps" },
 	{ "ready-fd", OPT_READY_FD, "N", 0, "write `ready` to file descriptor N once attached "
 	  "and the file header is written, then close it" },
@@ -693,17 +693,17 @@ static int record_loop(struct run *run, struct opts *o)
 		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "
 			"(status inflight)\n",
 			(unsigned long long)(run->inflight_at_stop - run->w.t4_unseen));
-	/* the known causes differ: BPF programs skipped (README, Known limits);
-	 * the module's probes are not BPF, but a way out it cannot follow is */
+	/* the known causes differ: a kernel that skips BPF tracepoint programs
+	 * in some contexts; the module's probes are not BPF, but a way out it
+	 * cannot follow is (docs/troubleshooting.md) */
 	if (run->w.t4_unseen)
 		fprintf(stderr, "hopscope: WARNING: %llu packets (status inflight) were overtaken "
 			"by later packets of their flow that left: their t4 went unseen. %s\n",
 			(unsigned long long)run->w.t4_unseen, strcmp(run->b->name, "kmod") ?
-			"A kernel that skips BPF tracepoints in some task's context causes this "
-			"(README, Known limits; testbed.sh --shield router keeps that CPU free)" :
+			"A kernel that skips BPF tracepoint programs in some contexts causes "
+			"this; the packets keep their other stages (docs/troubleshooting.md)" :
 			"They left by a way the module did not follow (a merged packet whose "
-			"segments left from another CPU or out of order: README, Platforms and "
-			"drivers)");
+			"segments left from another CPU or out of order: docs/troubleshooting.md)");
 	return run->err || run->counters_err ? 1 : 0;
 }
 

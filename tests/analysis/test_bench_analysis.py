@@ -1,4 +1,4 @@
-"""bench/analysis on a small file: every step runs, DuckDB's percentiles
+"""evaluation/bench/analysis.py on a small file: every step runs, DuckDB's percentiles
 agree with hopscope's, and the JSON holds each time and ratio with its goal
 (the times themselves are not judged here: they belong to the 10 M run)."""
 import json
@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench", "analysis")
+BENCH = os.path.join(ROOT, "evaluation", "bench", "analysis.py")
 
 
 def test_small_run_writes_times_and_ratios(tmp_path):

@@ -6,7 +6,7 @@
  * Frames come on stdin, one hex string per line.
  *
  * --time RUNS [--floor empty|clock]: the stage's cost instead, without
- * traffic's spread (docs/measurements.md): per frame RUNS test runs of one
+ * traffic's spread (evaluation/measurements.md): per frame RUNS test runs of one
  * run each (a test run repeated reuses its frame, whose metadata room then
  * fills up: t1 would fail from the third run on), with as many slots per CPU
  * as `hopscope record` takes by default, freed from here every lap of them,

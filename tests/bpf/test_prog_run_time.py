@@ -1,6 +1,6 @@
 """build/prog_run --time: the XDP stage's cost without traffic (each test
 run on a fresh frame, its slots freed as traffic would free them). Its
-numbers are bench material (docs/measurements.md); here only that every run
+numbers are bench material (evaluation/measurements.md); here only that every run
 is a whole t1 (no metadata room refused, no slot taken from another packet)
 and that its usage errors are usage errors."""
 import json

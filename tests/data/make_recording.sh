@@ -2,9 +2,9 @@
 # Makes the small real data the notebooks and their tests read, from scratch:
 #   single.hsr, competitive.hsr   tests/data/recording.toml run through the
 #                                 netns testbed with hopscope recording
-#   overhead.json                 bench/overhead at short settings
+#   overhead.json                 evaluation/bench/overhead.py at short settings
 # Each file replaces the old one only once it is complete. The runner and
-# bench/overhead take their testbed down themselves; the trap does it again
+# evaluation/bench/overhead.py take their testbed down themselves; the trap does it again
 # (and removes the scratch folder) whatever happens.
 #
 #   tests/data/make_recording.sh [all|recordings|overhead]
@@ -42,7 +42,7 @@ if [ "$WHAT" != overhead ]; then
 fi
 if [ "$WHAT" != recordings ]; then
 	# 3 interleaved rounds of 2 s per configuration and payload: about 2 minutes
-	bench/overhead --payloads 64,1400 --rounds 3 --seconds 2 -o "$TMP/overhead.json"
+	evaluation/bench/overhead.py --payloads 64,1400 --rounds 3 --seconds 2 -o "$TMP/overhead.json"
 	keep "$TMP/overhead.json" overhead.json
 fi
 ls -l "$DATA"/*.hsr "$DATA"/overhead.json

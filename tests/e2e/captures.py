@@ -1,7 +1,7 @@
 """Ground truth for hopscope's delays, independent of its probes: tcpdump on
 the router's interfaces, UDP datagrams that carry their own counter, and the
 physics of a token bucket. Shared by tests/e2e/test_ground_truth.py and
-bench/ground_truth, which say what is compared and why."""
+evaluation/bench/ground_truth.py, which say what is compared and why."""
 import signal
 import struct
 import subprocess

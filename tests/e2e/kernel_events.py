@@ -17,8 +17,8 @@ sent further apart). A sender that fell behind sends a burst, and a record
 whose own receive perf lost would take a neighbour's: so each receive pairs
 with one record only, the closest pairs first (pair()).
 
-On this VM perf misses most events of a CPU that was halted (idle) when the
-packet came; hopscope's BPF programs do not (docs/accuracy.md). So a
+On a VM perf may miss most events of a CPU that was halted (idle) when the
+packet came; hopscope's BPF programs do not (evaluation/accuracy.md). So a
 SCHED_IDLE spinner keeps the router's CPU out of idle while perf records.
 """
 import os

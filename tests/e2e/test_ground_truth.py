@@ -2,7 +2,7 @@
 tcpdump captures on the router, the kernel's own tracepoints recorded by
 perf, and a token bucket's physics. Each test also
 computes its metrics with a wrong stage in place of the right one and
-requires them to fail (docs/accuracy.md; bench/ground_truth measures more
+requires them to fail (docs/accuracy.md; evaluation/bench/ground_truth.py measures more
 rates and sizes)."""
 import pytest
 

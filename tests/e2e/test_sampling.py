@@ -172,7 +172,7 @@ def test_traced_packets_spread_over_the_run_off_its_period(tb, recorder):
 
 def test_auto_changes_n_under_load_and_says_so(tb, recorder):
     """a budget of 0.01 % of a CPU (100 us a second) is a few hundred traced
-    packets a second: any load this machine forwards asks for N > 1"""
+    packets a second: any load the testbed forwards asks for N > 1"""
     tb.up()
     ipv4_only()
     rec = recorder("--aggregate", "--sample", "auto", "--cpu-budget", "0.01")

@@ -99,7 +99,7 @@ def test_copies_freed_on_the_router_are_not_drops(tb, tmp_path):
     # is in flight at the stop, its t4 counted in out_nometa (or in stale,
     # when an older packet's by_skb entry holds the same skb address: 1 of
     # 300 in a CI run, stale 15; or uncounted, where the kernel skipped the
-    # t4 probe: README, limits), and flagged t4_unseen unless no later
+    # t4 probe: docs/troubleshooting.md), and flagged t4_unseen unless no later
     # packet of its flow left to tell
     assert st["complete"] >= 297, st
     rest = d[d.status != "complete"]
@@ -124,7 +124,7 @@ def test_eviction_mid_flight_records_each_packet_once(tb, tmp_path):
     st = d.status.value_counts()
     # one record per packet: never both evicted and complete
     assert len(d) == 300 and d.seq.is_unique, st
-    # inflight only where the kernel skipped the t4 probe (README, limits):
+    # inflight only where the kernel skipped the t4 probe (docs/troubleshooting.md):
     # flagged t4_unseen, a packet or two (1 of 300 once, under other load)
     left = d[d.status == "inflight"]
     assert len(left) <= 3 and ((left["flags"].to_numpy() & 0x80) != 0).all(), st
@@ -149,7 +149,7 @@ def test_t0_arrivals_cannot_fill_up(tb, tmp_path):
     hash those leftovers filled the map after 65536 such drops, and every
     later t0 was lost (t0_map_full); an LRU hash lets them go. The backlog
     could not be made to overflow here (softnet's drop column stayed 0 under
-    every flood this VM could send), so this checks the map's kind, and that
+    every flood the testbed could send), so this checks the map's kind, and that
     t0 works through it."""
     tb.up("--mode", "rps")
     rec = Recorder(tmp_path / "t0.hsr", "-q", "--stages", "t0", ins="r-s1", outs="r-rx",

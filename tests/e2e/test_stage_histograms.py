@@ -159,7 +159,7 @@ def test_drops_by_stage_and_reason(tb, recorder, mode):
     assert sum(drops.values()) == c["dropped"] > 100, (drops, c, text)
     # every packet accounted for; one whose t4 probe the kernel skipped (a
     # platform that runs no BPF tracepoint program in some task's context:
-    # README, limits) is still inside at the stop
+    # docs/troubleshooting.md) is still inside at the stop
     inside = df.attrs["trailer"]["userspace"]["inflight_at_stop"]
     assert c["complete"] + c["dropped"] + inside == 2000, (c, inside)
     transit = [s for s in df.attrs["histograms"] if s["delay"] == "transit"]

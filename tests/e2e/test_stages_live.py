@@ -131,7 +131,7 @@ def test_floor_attaches_the_same_hooks_and_records_nothing(tb, recorder):
 
 
 def test_clock_floor_reads_the_clock_at_each_stage_and_records_nothing(tb, recorder):
-    """--floor=clock: bench/overhead's second floor, the least a tracer that
+    """--floor=clock: evaluation/bench/overhead.py's second floor, the least a tracer that
     stamps every stage costs. Same hooks; each program keeps one clock read
     (its per-CPU word moves), nothing else."""
     tb.up()

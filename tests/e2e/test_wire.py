@@ -1,7 +1,7 @@
 """A D-ITG stream through the router with every optional stage: each record
 in the kernel's order with delays that add up, inside D-ITG's one-way delay,
-its gaps the configured one. A short bench/additivity and
-bench/generator_jitter (docs/accuracy.md, sections 3 and 4); the bounds are
+its gaps the configured one. A short evaluation/bench/additivity.py and
+evaluation/bench/generator_jitter.py (docs/accuracy.md, sections 3 and 4); the bounds are
 on orders, sums and medians, which wrong input breaks and a busy machine
 does not."""
 import hopscope

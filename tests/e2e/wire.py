@@ -1,5 +1,5 @@
 """D-ITG streams through the testbed's router, each packet joined to its
-record, and what bench/generator_jitter, bench/additivity and
+record, and what evaluation/bench/generator_jitter.py, evaluation/bench/additivity.py and
 tests/e2e/test_wire.py measure with them: a constant-rate stream's
 inter-arrivals at the probes against the configured gap and against the
 sender's own inter-departures; whether a record's stages are in order and
@@ -262,28 +262,3 @@ def summarise(runs, counts, all_counts=False):
             out[k] = float(np.median(vals)) if vals else None
     return out
 
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return [float(x) for x in f.read().split()[:3]]
-
-
-def machine(root):
-    """What the numbers were measured on: kernel, CPUs, date, load average,
-    the commit, and how many tracked files differed from it (the build is
-    the work tree's)."""
-    with open("/proc/cpuinfo") as f:
-        model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
-                     "")
-    git = ["git", "-C", root]
-    commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
-    dirty = subprocess.run([*git, "status", "--porcelain", "--untracked-files=no"],
-                           capture_output=True, text=True).stdout.split("\n")
-    return {"kernel": os.uname().release, "cpus": os.cpu_count(), "cpu_model": model,
-            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "loadavg": loadavg(),
-            "commit": commit, "tracked_files_modified": sum(1 for x in dirty if x.strip())}
-
-
-def fmt(x, spec):
-    return format(x, spec) if x is not None else "-"

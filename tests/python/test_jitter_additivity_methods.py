@@ -1,4 +1,4 @@
-"""The methods of bench/generator_jitter and bench/additivity
+"""The methods of evaluation/bench/generator_jitter.py and evaluation/bench/additivity.py
 (tests/e2e/wire.py) on synthetic streams whose answers are known, and on
 wrong input they must catch: a wrong configured gap, records joined to the
 wrong packets, swapped stages, a delay column that disagrees."""

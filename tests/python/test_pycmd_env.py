@@ -1,5 +1,5 @@
 """build/hopscope hands the Python commands glibc's malloc settings from
-userspace/glibc.tunables (the one place bench/analysis reads them too),
+userspace/glibc.tunables (the one place evaluation/bench/analysis.py reads them too),
 and a user's own GLIBC_TUNABLES wins."""
 import os
 import subprocess

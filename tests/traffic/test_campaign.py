@@ -152,7 +152,7 @@ def test_each_run_counts_what_its_generators_router_and_recorder_did(campaign, r
         df = records[(c["condition_name"], c["repetition"])]
         assert n["records"] == len(df)
         # every data packet left the router: complete, or flagged t4_unseen
-        # where the kernel skipped the t4 probe (README, limits); the control
+        # where the kernel skipped the t4 probe (docs/troubleshooting.md); the control
         # packets too
         unseen = int(((df["flags"] & 0x80) != 0).sum())
         assert n["complete"] == int((df["status"] == "complete").sum())

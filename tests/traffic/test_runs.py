@@ -147,7 +147,7 @@ def check_accounting(r, meta, truth, out):
     router's output counters agree with the records.
 
     Forwarded is complete, or `inflight` flagged T4_UNSEEN where the kernel
-    skipped the t4 probe (README, limits). They are counted, never a margin:
+    skipped the t4 probe (docs/troubleshooting.md). They are counted, never a margin:
     each one left the router (its counter)."""
     raw = Raw(out / "run.hsr")
     rec, src = raw.records, raw.ipv4("saddr")

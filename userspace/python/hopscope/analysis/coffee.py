@@ -213,7 +213,7 @@ def idle_floor_ns(df, quantile=IDLE_QUANTILE, arrival=None):
     to t2 anyway (floor_of idle_waits): skb building, GRO, the probes
     themselves, and from t0 the router's CPU waking up. Measured here: p99.9
     of t2 - t1 1.6 µs on the default testbed at 14000 pps
-    (docs/measurements.md: 150-250 ns of each stage gap is the probe)."""
+    (evaluation/measurements.md: 150-250 ns of each stage gap is the probe)."""
     return floor_of(idle_waits(df, arrival), quantile)
 
 

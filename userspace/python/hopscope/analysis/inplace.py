@@ -1,6 +1,6 @@
 """Array steps done in the array's own memory: the usual numpy forms
 (a[mask], np.diff) give a second array as large as the first, and fresh
-memory is slow on a VM (docs/measurements.md). Each takes an array that
+memory is slow on a VM (evaluation/measurements.md). Each takes an array that
 owns its data with no view of it left, and returns it shrunk in place."""
 import numpy as np
 

@@ -111,7 +111,7 @@ def _sender(r, name, index, top_duration, lossless, cond_name, lay):
     where = p("gaps") if implied else p("rate")
     if rate > MAX_PPS[gen]:
         r.bad(where, f"impossible rate: {rate:g} pps is more than {PROGRAM[gen]} sends (about "
-                     f"{MAX_PPS[gen]} pps on this testbed, docs/measurements.md)"
+                     f"{MAX_PPS[gen]} pps measured for one process, evaluation/measurements.md)"
                      + ("; use generator = \"iperf3\" for constant traffic" if gen == "ditg" else ""))
     elif count is None and rate * duration < 1:
         r.bad(where, f"impossible rate: {rate:g} pps for {duration:g} s sends no packet")

@@ -20,7 +20,7 @@ VARIED_TOP = {"duration", "repetitions"}
 
 GENERATORS = ("ditg", "iperf3")
 PROGRAM = {"ditg": "ITGSend", "iperf3": "iperf3"}
-# what one sender process reaches on this testbed (docs/measurements.md,
+# what one sender process reached on the 2-CPU testbed (evaluation/measurements.md,
 # "Traffic generators")
 MAX_PPS = {"ditg": 130_000, "iperf3": 380_000}
 # D-ITG's payload starts with its 20-byte header; iperf3's UDP header needs 16

@@ -14,44 +14,28 @@ machine's load hits them alike; a window in which another task used the
 router's CPU is measured again (testbed.sh shield keeps it, but a task can
 pin itself there); ratios are taken within a round, then the
 median over rounds. The router forwards inline on the sender's CPU (as in the
-floor measurements of docs/measurements.md), the receiver drops the data with
+floor measurements of evaluation/measurements.md), the receiver drops the data with
 an XDP sink, the recorder runs on the other CPU. A second pass with
 kernel.bpf_stats_enabled gives ns per program run per stage (the stats cost
 ~35-40 ns per run themselves, so they stay off while rates are measured).
 
-    bench/overhead [--payloads 64,1400] [--rounds 3] [--seconds 4]
-Writes results/bench/overhead.json and prints a table (bench/overhead_table
+    evaluation/bench/overhead.py [--payloads 64,1400] [--rounds 3] [--seconds 4]
+Writes evaluation/results/overhead.json and prints a table (evaluation/bench/overhead_table.py
 puts it in README). Needs root and `make`.
 """
-import argparse
-import importlib.machinery
-import importlib.util
 import json
 import os
 import signal
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
-import hopscope  # noqa: E402
-from captures import Capture  # noqa: E402
-
-
-def _table_module():
-    """bench/overhead_table, a script without .py: the table judges ns per
-    run as this bench does, by the same function"""
-    loader = importlib.machinery.SourceFileLoader(
-        "overhead_table", os.path.join(ROOT, "bench", "overhead_table"))
-    module = importlib.util.module_from_spec(importlib.util.spec_from_loader(loader.name, loader))
-    loader.exec_module(module)
-    return module
-
-
-ns_over_floor = _table_module().ns_over_floor
+import benchlib
+import hopscope
+from benchlib import ROOT
+from captures import Capture
+from overhead_table import ns_over_floor
 
 PREFIX = os.environ.get("HS_PREFIX", "hsbench-")
 HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
@@ -69,9 +53,9 @@ ROUTER_CPU = 0  # the inline testbed forwards on the senders' CPU
 # one is measured again
 FOREIGN, REPEATS = 0.02, 3
 PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread
-# The goals, written into the JSON for bench/overhead_table: each summary
+# The goals, written into the JSON for evaluation/bench/overhead_table.py: each summary
 # ratio's least median (traced/floor is the one hopscope's own cost is judged
-# by; aggregate/untraced and 1-in-64 sampling: docs/measurements.md), and
+# by; aggregate/untraced and 1-in-64 sampling: evaluation/measurements.md), and
 # each program's most ns per run against the empty program at its hook
 GOALS = {"traced_over_untraced": 0.75, "traced_over_floor": 0.93,
          "aggregate_over_untraced": 0.80, "sampled_over_untraced": 0.85,
@@ -108,14 +92,14 @@ class Recorder:
             line = ready.readline()
         if line != b"ready\n":
             self.proc.wait()
-            raise SystemExit(f"bench/overhead: hopscope record did not start: "
+            raise SystemExit(f"evaluation/bench/overhead.py: hopscope record did not start: "
                              f"{self.proc.stderr.read()}")
 
     def stop(self):
         self.proc.send_signal(signal.SIGINT)
         err = self.proc.stderr.read()
         if self.proc.wait():
-            raise SystemExit(f"bench/overhead: hopscope record failed:\n{err}")
+            raise SystemExit(f"evaluation/bench/overhead.py: hopscope record failed:\n{err}")
 
 
 def reshield():
@@ -177,7 +161,7 @@ def blast(payload, seconds, warmup=1.0):
         finally:
             err = client.communicate()[1]
         if client.returncode:
-            raise SystemExit(f"bench/overhead: iperf3 failed: {err.strip()}")
+            raise SystemExit(f"evaluation/bench/overhead.py: iperf3 failed: {err.strip()}")
         if foreign_share(f0, f1, t1 - t0) <= FOREIGN:
             break
     return (n1 - n0) / (t1 - t0), again
@@ -375,21 +359,17 @@ def summarise(rounds, payloads):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser("overhead", __doc__, rounds=3)
     ap.add_argument("--payloads", default="64,1400", help="UDP payload sizes, bytes")
-    ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
-    ap.add_argument("-o", "--output", default=os.path.join(ROOT, "results", "bench", "overhead.json"))
     ap.add_argument("--record-args", default="", help="more options for hopscope record, "
                     "e.g. '--slots 2048' (both floor and traced get them)")
     a = ap.parse_args()
     Recorder.extra = a.record_args.split()
-    if os.geteuid():
-        raise SystemExit("bench/overhead: needs root (BPF, network namespaces)")
+    benchlib.preflight("overhead", ("iperf3", "tcpdump"))
     payloads = [int(x) for x in a.payloads.split(",")]
     env = dict(os.environ, HS_PREFIX=PREFIX)
-    # the router's CPU kept for the measured path alone, as docs/measurements.md says
+    # the router's CPU kept for the measured path alone, as evaluation/measurements.md says
     subprocess.run([TESTBED, "up", "--mode", "inline", "--sink", "--shield", "router"],
                    check=True, env=env,
                    stdout=subprocess.DEVNULL)
@@ -404,7 +384,7 @@ def main():
         time.sleep(0.5)
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.rounds):
-                order = CONFIGS[i % len(CONFIGS):] + CONFIGS[:i % len(CONFIGS)]
+                order = benchlib.rotated(CONFIGS, i)
                 rnd = {}
                 for p in payloads:
                     rnd[str(p)] = {c: measure(c, p, a.seconds, tmp) for c in order}
@@ -420,11 +400,7 @@ def main():
         server.wait()
         subprocess.run([TESTBED, "down"], env=env, stdout=subprocess.DEVNULL)
     res["summary"] = summarise(res["rounds"], payloads)
-    os.makedirs(os.path.dirname(a.output), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=1)
-    report(res, payloads)
-    print(f"\n{a.output}")
+    benchlib.finish(res, a.output, lambda res: report(res, payloads))
 
 
 if __name__ == "__main__":

@@ -12,24 +12,20 @@ for --seconds, the levels' order rotated every repetition so that drift in
 the shared machine's load hits them alike. Per level: mean and range
 (min-max over repetitions) of each stage delay's p50 and p99, of its probe
 floor (the recording's own, when it has one) and of completeness. The
-methods are in bench/loadlib.py; docs/load.md says what they show.
+methods are in evaluation/bench/loadlib.py; evaluation/load.md says what they show.
 
-    bench/load_matrix [--reps 10] [--seconds 2.5] [--rate PPS | --max PPS]
-Writes results/bench/load_matrix.json and .png and prints a table. Needs
+    evaluation/bench/load_matrix.py [--reps 10] [--seconds 2.5] [--rate PPS | --max PPS]
+Writes evaluation/results/load_matrix.json and .png and prints a table. Needs
 root and `make`.
 """
-import argparse
-import json
 import os
-import signal
-import sys
 import tempfile
 
+import benchlib
 import loadlib
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-lm-")
 LEVELS = (0, 25, 50, 80, 100)
-OUT = os.path.join(loadlib.ROOT, "results", "bench", "load_matrix.json")
 
 
 def us(x):
@@ -95,9 +91,7 @@ def figure(res, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap = benchlib.parser("load_matrix", __doc__, epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--reps", type=int, default=10)
     ap.add_argument("--seconds", type=float, default=2.5, help="per recording (default 2.5)")
     ap.add_argument("--idle-pps", type=float, default=100, help="the 0 %% level (default 100)")
@@ -106,60 +100,55 @@ def main():
     ap.add_argument("--max", type=float, default=400000, metavar="PPS",
                     help="the search's highest rate, tried first (default 400000)")
     ap.add_argument("--resolution", type=float, default=5000, metavar="PPS")
-    ap.add_argument("-o", "--output", default=OUT, help="JSON; the figure goes beside it (.png)")
     a = ap.parse_args()
     if a.reps < 1 or a.seconds <= 0 or a.idle_pps <= 0:
         ap.error("--reps, --seconds and --idle-pps must be above 0")
     if (a.rate is not None and a.rate <= a.idle_pps) or a.max <= a.idle_pps or a.resolution < 1:
         ap.error("--rate and --max must be above --idle-pps, --resolution at least 1")
-    if os.geteuid():
-        sys.exit("bench/load_matrix: needs root (BPF, network namespaces)")
-    # SIGTERM ends the run as Ctrl-C does: through the finally below
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    res = {"machine": loadlib.machine(), "reps": a.reps, "seconds": a.seconds,
+    benchlib.preflight("load_matrix", ("iperf3",))
+    res = {"machine": benchlib.machine(), "reps": a.reps, "seconds": a.seconds,
            "idle_pps": a.idle_pps, "size": loadlib.SIZE,
            "generator": f"iperf3 -u -b RATE -l 200 --pacing-timer {loadlib.PACING_US}",
            "testbed": "rps, --sink, --shield router", "levels": list(LEVELS),
            "runs": {str(lv): [] for lv in LEVELS}}
-    bed = None
-    try:
+    beds = []
+
+    def levels():
         with tempfile.TemporaryDirectory() as tmp:
-            bed = loadlib.Bed(PREFIX)
+            beds.append(loadlib.Bed(PREFIX))
             if a.rate is None:
                 pps, limited_by, runs = loadlib.search_lossless(
-                    bed, 0, a.max, a.resolution, a.seconds, tmp,
+                    beds[0], 0, a.max, a.resolution, a.seconds, tmp,
                     lambda m: print(m, flush=True))
                 if pps is None:
-                    sys.exit("bench/load_matrix: packets lost at every rate tried")
+                    raise loadlib.BenchError("packets lost at every rate tried")
                 res["search"] = {"max_pps": a.max, "resolution_pps": a.resolution,
                                  "runs": runs}
             else:
                 pps, limited_by = a.rate, "given"
             res.update(lossless_pps=pps, limited_by=limited_by)
             for i in range(a.reps):
-                for lv in LEVELS[i % len(LEVELS):] + LEVELS[:i % len(LEVELS)]:
+                for lv in benchlib.rotated(list(LEVELS), i):
                     rate = lv / 100 * pps if lv else a.idle_pps
-                    r = loadlib.offer(bed, rate, a.seconds, os.path.join(tmp, "level.hsr"))
+                    r = loadlib.offer(beds[0], rate, a.seconds, os.path.join(tmp, "level.hsr"))
                     res["runs"][str(lv)].append(r)
                     print(f"rep {i + 1} {lv:3d} %: {r['offered_pps']:.0f} pps, complete "
                           f"{r['complete']}/{r['received']}/{r['sent']}, d_iq p99 "
                           f"{us(r['d_iq']['p99_ns'])} µs, load {r['loadavg'][0]}", flush=True)
-    except loadlib.FAILURES as e:
-        sys.exit(f"bench/load_matrix: {str(e).strip()}")
-    finally:
-        if bed:
-            bed.down()
+
+    benchlib.measure("load_matrix", levels, lambda: [b.down() for b in beds])
     res["summary"] = {k: loadlib.level_summary(v) for k, v in res["runs"].items()}
     loads = [r["loadavg"][0] for v in res["runs"].values() for r in v]
     res["loadavg_1min"] = loadlib.spread(loads)
-    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=1)
     png = os.path.splitext(a.output)[0] + ".png"
-    figure(res, png)
-    report(res)
-    print(f"\nload average (1 min) during the runs: {loads and min(loads)}-{loads and max(loads)}")
-    print(f"{a.output}\n{png}")
+
+    def figure_and_report(res):
+        figure(res, png)
+        report(res)
+        print(f"\nload average (1 min) during the runs: {loads and min(loads)}-"
+              f"{loads and max(loads)}\n{png}")
+
+    benchlib.finish(res, a.output, figure_and_report)
 
 
 if __name__ == "__main__":

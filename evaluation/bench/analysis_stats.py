@@ -4,7 +4,7 @@
 Writes a synthetic record file (hopscope.synth) of --records records in a
 temporary folder, loads it, then times every statistic of hopscope.analysis
 one by one on the loaded DataFrame, to see where analyse() spends its time.
-Its goal, against DuckDB's quantiles of the same records, is bench/analysis's.
+Its goal, against DuckDB's quantiles of the same records, is evaluation/bench/analysis.py's.
 
 The statistics run twice: one by one (run_stats), then as analysis.analyse
 does them. On a VM whose host takes back freed guest memory (virtio-balloon
@@ -21,6 +21,7 @@ import time
 
 import numpy as np
 
+import benchlib  # noqa: F401 (the tree's package first on the path)
 import hopscope
 from hopscope.analysis import busy
 from hopscope.analysis import coffee

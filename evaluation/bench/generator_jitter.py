@@ -18,27 +18,20 @@ docs/accuracy.md ("3. Generator jitter") says what they mean.
 Rounds repeat every gap (order rotated); a gap's numbers are the median
 over rounds, its counts the sums.
 
-    bench/generator_jitter [--rounds 3] [--gaps 24.96,50,100,250,524,1024,5024]
+    evaluation/bench/generator_jitter.py [--rounds 3] [--gaps 24.96,50,100,250,524,1024,5024]
                            [--seconds 2] [--min-packets 1000] [--max-packets 20000]
                            [--nice -20] [--mode rps]
-Writes results/bench/generator_jitter.json and prints a table. Needs root,
+Writes evaluation/results/generator_jitter.json and prints a table. Needs root,
 `make` and D-ITG (ITGSend, ITGRecv, ITGDec).
 """
-import argparse
-import json
 import os
-import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
-import hopscope  # noqa: E402
-import wire  # noqa: E402
-from conftest import Recorder, Testbed  # noqa: E402
-from wire import fmt  # noqa: E402
+import benchlib
+import hopscope
+from benchlib import fmt
+import wire
+from conftest import Recorder, Testbed
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-jt-")
 SIZE = 200
@@ -52,7 +45,7 @@ def one_gap(tb, gap_us, count, nice, tmp):
     rate = 1e6 / gap_us
     rec = Recorder(os.path.join(tmp, "jitter.hsr"), "-q", "--stages", "t0", prefix=PREFIX)
     try:
-        load = wire.loadavg()[0]
+        load = benchlib.loadavg()[0]
         table = wire.ditg_stream(tb, tmp, "jitter", ["-C", f"{rate:.10g}"], count, SIZE,
                                  nice=nice)
         rec.stop()
@@ -103,20 +96,14 @@ def pick(d, path):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = benchlib.parser("generator_jitter", __doc__, rounds=3)
     ap.add_argument("--gaps", default="24.96,50,100,250,524,1024,5024", help="µs, comma-separated")
     ap.add_argument("--seconds", type=float, default=2.0, help="each stream's length ...")
     ap.add_argument("--min-packets", type=int, default=1000, help="... but at least these")
     ap.add_argument("--max-packets", type=int, default=20000, help="... and at most these")
-    ap.add_argument("--nice", default="-20",
-                    help="ITGSend's autogroup nice, -20..19: its weight against the other tasks "
-                         "on the senders' CPU (default -20); 'none': leave it as it comes")
+    benchlib.add_nice(ap)
     ap.add_argument("--mode", default="rps", choices=("rps", "inline", "napi"),
                     help="the testbed's (testbed.sh up --mode; default rps)")
-    ap.add_argument("-o", "--output",
-                    default=os.path.join(ROOT, "results", "bench", "generator_jitter.json"))
     a = ap.parse_args()
     try:
         gaps = [float(x) for x in a.gaps.split(",")]
@@ -124,49 +111,32 @@ def main():
         ap.error(f"--gaps {a.gaps!r}: expected µs, comma-separated (25,524)")
     if a.rounds < 1 or min(gaps) <= 0 or a.min_packets < 2 or a.max_packets < a.min_packets:
         ap.error("--rounds ≥ 1, gaps > 0, 2 ≤ --min-packets ≤ --max-packets")
-    try:
-        nice = None if a.nice == "none" else int(a.nice)
-    except ValueError:
-        nice = 99
-    if nice is not None and not -20 <= nice <= 19:
-        ap.error(f"--nice {a.nice!r}: expected -20..19 or none")
-    if os.geteuid():
-        raise SystemExit("bench/generator_jitter: needs root (BPF, network namespaces)")
-    missing = [p for p in ("ITGSend", "ITGRecv", "ITGDec") if not shutil.which(p)]
-    if missing:
-        raise SystemExit(f"bench/generator_jitter: {', '.join(missing)} not found (D-ITG)")
-    # SIGTERM ends the run as Ctrl-C does: through the finally below
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    res = {"machine": wire.machine(ROOT), "rounds": a.rounds, "size": SIZE,
+    nice = benchlib.nice(ap, a.nice)
+    benchlib.preflight("generator_jitter", ("ITGSend", "ITGRecv", "ITGDec"))
+    res = {"machine": benchlib.machine(), "rounds": a.rounds, "size": SIZE,
            "testbed": f"{a.mode}, --shield router", "stages": "t0", "nice": nice,
            "paper_sd_us": PAPER,
            "goal": {"sd_us": GOAL_US, "from_gap_us": GOAL_FROM_US},
            "runs": {str(g): [] for g in gaps}}
     tb = Testbed(PREFIX)
-    try:
+
+    def rounds():
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.rounds):
                 tb.down()
                 tb.up("--mode", a.mode)
-                for g in gaps[i % len(gaps):] + gaps[:i % len(gaps)]:
+                for g in benchlib.rotated(gaps, i):
                     r = one_gap(tb, g, packets(g, a), nice, tmp)
                     res["runs"][str(g)].append(r)
                     print(f"round {i + 1} gap {g} µs: {r['sent']} sent, {r['lost']} lost, σ tx "
                           f"{fmt(r['sender']['sd_us'], '.2f')} t1 {fmt(r['t1']['sd_us'], '.2f')} "
                           f"t1−tx {fmt(r['t1']['path']['sd_us'], '.2f')} µs, load "
                           f"{r['loadavg1']}", flush=True)
-    except (RuntimeError, AssertionError, OSError, subprocess.SubprocessError,
-            hopscope.RecordFileError) as e:
-        raise SystemExit(f"bench/generator_jitter: {e}")
-    finally:
-        tb.down()
-    res["machine"]["loadavg_end"] = wire.loadavg()
+
+    benchlib.measure("generator_jitter", rounds, tb.down)
+    res["machine"]["loadavg_end"] = benchlib.loadavg()
     res["summary"] = {k: wire.summarise(v, COUNTS) for k, v in res["runs"].items()}
-    os.makedirs(os.path.dirname(a.output), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=1)
-    report(res)
-    print(f"\n{a.output}")
+    benchlib.finish(res, a.output, report)
 
 
 if __name__ == "__main__":

@@ -20,25 +20,18 @@ tests/e2e/wire.py holds the methods; docs/accuracy.md ("4. Additivity and
 the wire") says what they mean. Rounds repeat every condition; numbers
 are medians over rounds, counts sums.
 
-    bench/additivity [--rounds 3] [--nice -20]
-Writes results/bench/additivity.json and prints tables. Needs root, `make`
+    evaluation/bench/additivity.py [--rounds 3] [--nice -20]
+Writes evaluation/results/additivity.json and prints tables. Needs root, `make`
 and D-ITG (ITGSend, ITGRecv, ITGDec).
 """
-import argparse
-import json
 import os
-import shutil
-import signal
-import subprocess
-import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
-import hopscope  # noqa: E402
-import wire  # noqa: E402
-from conftest import Recorder, Testbed  # noqa: E402
-from wire import fmt  # noqa: E402
+import benchlib
+import hopscope
+from benchlib import fmt
+import wire
+from conftest import Recorder, Testbed
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-jt-")
 SIZE = 200
@@ -57,7 +50,7 @@ def one(tb, name, nice, tmp):
     gaps, count, _ = CONDITIONS[name]
     rec = Recorder(os.path.join(tmp, "additivity.hsr"), "-q", "--stages", STAGES, prefix=PREFIX)
     try:
-        load = wire.loadavg()[0]
+        load = benchlib.loadavg()[0]
         table = wire.ditg_stream(tb, tmp, "additivity", gaps, count, SIZE, nice=nice)
         rec.stop()
     finally:
@@ -105,43 +98,27 @@ def report(res):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = benchlib.parser("additivity", __doc__, rounds=3)
     ap.add_argument("--conditions", default=",".join(CONDITIONS),
                     help=f"comma-separated, of {', '.join(CONDITIONS)}")
-    ap.add_argument("--nice", default="-20",
-                    help="ITGSend's autogroup nice, -20..19 (bench/generator_jitter); 'none': "
-                         "leave it")
-    ap.add_argument("-o", "--output",
-                    default=os.path.join(ROOT, "results", "bench", "additivity.json"))
+    benchlib.add_nice(ap)
     a = ap.parse_args()
     names = a.conditions.split(",")
     if a.rounds < 1 or not set(names) <= set(CONDITIONS):
         ap.error(f"--rounds ≥ 1; --conditions of {', '.join(CONDITIONS)}")
-    try:
-        nice = None if a.nice == "none" else int(a.nice)
-    except ValueError:
-        nice = 99
-    if nice is not None and not -20 <= nice <= 19:
-        ap.error(f"--nice {a.nice!r}: expected -20..19 or none")
-    if os.geteuid():
-        raise SystemExit("bench/additivity: needs root (BPF, network namespaces)")
-    missing = [p for p in ("ITGSend", "ITGRecv", "ITGDec") if not shutil.which(p)]
-    if missing:
-        raise SystemExit(f"bench/additivity: {', '.join(missing)} not found (D-ITG)")
-    # SIGTERM ends the run as Ctrl-C does: through the finally below
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    res = {"machine": wire.machine(ROOT), "rounds": a.rounds, "size": SIZE, "stages": STAGES,
+    nice = benchlib.nice(ap, a.nice)
+    benchlib.preflight("additivity", ("ITGSend", "ITGRecv", "ITGDec"))
+    res = {"machine": benchlib.machine(), "rounds": a.rounds, "size": SIZE, "stages": STAGES,
            "nice": nice, "testbed": "rps, --shield router",
            "conditions": {n: CONDITIONS[n] for n in names}, "resolution_ns": wire.RES_NS,
            "runs": {n: [] for n in names}}
     tb = Testbed(PREFIX)
-    try:
+
+    def rounds():
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.rounds):
                 shaped = None
-                for name in names[i % len(names):] + names[:i % len(names)]:
+                for name in benchlib.rotated(names, i):
                     shape = CONDITIONS[name][2]
                     if shaped != (shape or ""):
                         tb.down()
@@ -154,18 +131,11 @@ def main():
                           f"{r['wire_t0']['impossible']}, outside median "
                           f"{fmt(r['wire_t0']['outside']['median_us'], '.2f')} µs, load "
                           f"{r['loadavg1']}", flush=True)
-    except (RuntimeError, AssertionError, OSError, subprocess.SubprocessError,
-            hopscope.RecordFileError) as e:
-        raise SystemExit(f"bench/additivity: {e}")
-    finally:
-        tb.down()
-    res["machine"]["loadavg_end"] = wire.loadavg()
+
+    benchlib.measure("additivity", rounds, tb.down)
+    res["machine"]["loadavg_end"] = benchlib.loadavg()
     res["summary"] = {k: wire.summarise(v, COUNTS) for k, v in res["runs"].items()}
-    os.makedirs(os.path.dirname(a.output), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=1)
-    report(res)
-    print(f"\n{a.output}")
+    benchlib.finish(res, a.output, report)
 
 
 if __name__ == "__main__":

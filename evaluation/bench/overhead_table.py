@@ -1,14 +1,17 @@
 #!/usr/bin/env python3
-"""README's overhead table from bench/overhead's JSON, never typed by hand.
+"""The overhead tables of evaluation/overhead.md, and README's line on
+them, from evaluation/bench/overhead.py's JSON, never typed by hand.
 
-Writes, between README's markers, the machine and the rounds the JSON says,
-one row per payload with each rate and ratio as the median over the rounds
-and its spread (min–max), the ns per program run, and whether the target is
-met. Each ratio is taken within a round, then over the rounds (as
-bench/overhead does).
+Writes, between the page's markers, the machine and the rounds the JSON
+says, one row per payload with each rate and ratio as the median over the
+rounds and its spread (min–max), the ns per program run, and whether the
+target is met; between README's markers, one sentence of the medians and a
+link to the page. Each ratio is taken within a round, then over the rounds
+(as evaluation/bench/overhead.py does).
 
-    bench/overhead_table [--json results/bench/overhead.json] [--readme README.md] [--check]
---check changes nothing: exit 1 if README's table is not what the JSON gives.
+    evaluation/bench/overhead_table.py [--json JSON] [--page MD] [--readme MD] [--check]
+--check changes nothing: exit 1 if a table or README's line is not what the
+JSON gives.
 """
 import argparse
 import json
@@ -16,9 +19,11 @@ import os
 import statistics
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-BEGIN = "<!-- overhead table: bench/overhead_table writes it from results/bench/overhead.json -->"
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BEGIN = "<!-- overhead table: evaluation/bench/overhead_table.py writes it from evaluation/results/overhead.json -->"
 END = "<!-- end of the overhead table -->"
+SUMMARY_BEGIN = "<!-- overhead line: evaluation/bench/overhead_table.py writes it -->"
+SUMMARY_END = "<!-- end of the overhead line -->"
 # (column, numerator, denominator): rates in kpps without a denominator
 FIGURES = (("untraced", "untraced", None), ("floor", "floor", None),
            ("traced", "traced", None), ("two tcpdumps", "tcpdump", None),
@@ -63,7 +68,7 @@ def _cell(column, m, lo, hi):
 
 
 def table(res):
-    """The Markdown README holds between its markers (without them)."""
+    """The Markdown evaluation/overhead.md holds between its markers."""
     payloads = list(res["summary"])
     rounds = len(res["rounds"])
     when = f" on {res['date']}" if res.get("date") else ""
@@ -92,7 +97,7 @@ def table(res):
     tcpdump = [spread(res, p, "tcpdump", "untraced")[0] for p in payloads]
     lost = sum(res["summary"][p]["ring_lost"] for p in payloads)
     complete = min(res["summary"][p]["completeness"] for p in payloads)
-    goals = res["goals"]  # as bench/overhead judged them
+    goals = res["goals"]  # as evaluation/bench/overhead.py judged them
     target = goals["traced_over_untraced"]
     verdict = ("NOT met" if worst[p_worst] < target else "met" if rounds_low >= target else
                f"met by the medians, not by every round (lowest {rounds_low:.3f})")
@@ -121,7 +126,7 @@ def table(res):
 
 def ns_over_floor(ns):
     """{stage program: its ns per run traced over the empty program's at its
-    hook}, from one payload's ns_per_run (bench/overhead judges by it too)"""
+    hook}, from one payload's ns_per_run (evaluation/bench/overhead.py judges by it too)"""
     return {name: ns["traced"][name] / ns["floor"][name] for name in STAGE_PROGRAMS
             if name in ns["traced"] and name in ns["floor"]}
 
@@ -192,45 +197,70 @@ def aggregate_table(res, payloads):
     return lines
 
 
-def replace(readme, block):
-    """README's text with block between the markers."""
-    start, end = readme.find(BEGIN), readme.find(END)
-    if start < 0 or end < start:
-        raise TableError(f"no overhead table markers in README ({BEGIN!r} ... {END!r})")
-    return readme[:start + len(BEGIN)] + "\n" + block + "\n" + readme[end:]
+def summary(res):
+    """README's sentence: the medians of traced/untraced and of the sampled
+    aggregate mode over the payloads, the machine, and where the rest is."""
+    payloads = list(res["summary"])
+
+    def medians(config):
+        m = [spread(res, p, config, "untraced")[0] for p in payloads]
+        return f"{min(m):.2f}" if f"{min(m):.2f}" == f"{max(m):.2f}" else f"{min(m):.2f}–{max(m):.2f}"
+    line = (f"Recording every packet kept {medians('traced')} of the router's untraced "
+            f"forwarding rate ({', '.join(p + ' B' for p in payloads)} UDP")
+    if "sampled" in res["rounds"][0][payloads[0]]:
+        line += f"; `--aggregate --sample 64` {medians('sampled')}"
+    when = f" on {res['date']}" if res.get("date") else ""
+    return (line + f"), measured{when} on `{res['machine']}` ({res['cpus']} CPUs): "
+            "[evaluation/overhead.md](evaluation/overhead.md).")
+
+
+def replace(text, block, begin, end):
+    """text with block between the markers begin and end."""
+    start, stop = text.find(begin), text.find(end)
+    if start < 0 or stop < start:
+        raise TableError(f"no markers {begin!r} ... {end!r}")
+    return text[:start + len(begin)] + "\n" + block + "\n" + text[stop:]
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", default=os.path.join(ROOT, "results", "bench", "overhead.json"))
+    p.add_argument("--json", default=os.path.join(ROOT, "evaluation", "results", "overhead.json"))
+    p.add_argument("--page", default=os.path.join(ROOT, "evaluation", "overhead.md"))
     p.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
     p.add_argument("--check", action="store_true",
-                   help="change nothing; exit 1 if README's table differs")
+                   help="change nothing; exit 1 if a table or README's line differs")
     a = p.parse_args()
     try:
         with open(a.json) as f:
             res = json.load(f)
-        with open(a.readme) as f:
-            readme = f.read()
-        new = replace(readme, table(res))
+        texts = {}
+        for path, block, begin, end in ((a.page, table(res), BEGIN, END),
+                                        (a.readme, summary(res), SUMMARY_BEGIN, SUMMARY_END)):
+            with open(path) as f:
+                old = f.read()
+            try:
+                texts[path] = (old, replace(old, block, begin, end))
+            except TableError as e:
+                raise TableError(f"{path}: {e}") from None
     except (OSError, ValueError, TableError) as e:
-        print(f"bench/overhead_table: {e}", file=sys.stderr)
+        print(f"evaluation/bench/overhead_table.py: {e}", file=sys.stderr)
         return 1
     except (KeyError, TypeError) as e:
-        print(f"bench/overhead_table: {a.json} is not bench/overhead's JSON ({e!r})",
+        print(f"evaluation/bench/overhead_table.py: {a.json} is not evaluation/bench/overhead.py's JSON ({e!r})",
               file=sys.stderr)
         return 1
+    stale = [path for path, (old, new) in texts.items() if new != old]
     if a.check:
-        if new != readme:
-            print(f"bench/overhead_table: {a.readme}'s overhead table is not what {a.json} "
-                  "gives: run bench/overhead_table", file=sys.stderr)
+        if stale:
+            print(f"evaluation/bench/overhead_table.py: {', '.join(stale)} not what {a.json} "
+                  "gives: run evaluation/bench/overhead_table.py", file=sys.stderr)
             return 1
         return 0
-    if new != readme:
-        with open(a.readme, "w") as f:
-            f.write(new)
-        print(f"{a.readme}: overhead table written from {a.json}")
+    for path in stale:
+        with open(path, "w") as f:
+            f.write(texts[path][1])
+        print(f"{path}: written from {a.json}")
     return 0
 
 

@@ -1,4 +1,4 @@
-"""What bench/load_matrix and bench/soak share: one constant-rate iperf3 UDP
+"""What evaluation/bench/load_matrix.py and evaluation/bench/soak.py share: one constant-rate iperf3 UDP
 stream of 200 B through the testbed's router while `hopscope record` runs,
 what each run counted (sent, received at the sink, complete records, the
 delays' percentiles and probe floor), the lossless-rate search, and the pure
@@ -7,26 +7,22 @@ metrics the two report (tests/python/test_load_methods.py checks those).
 The generator is iperf3 (`-u -b RATE -l 200`, paced:
 hopscope.traffic.generators.iperf.client_command with a 1 µs pacing timer):
 about 226 kpps of 200 B on one vCPU here, where ITGSend tops out at about
-131 kpps (docs/measurements.md), and it reports the packets it sent.
+131 kpps (evaluation/measurements.md), and it reports the packets it sent.
 """
-import importlib.machinery
-import importlib.util
 import os
 import subprocess
-import sys
 import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
-import hopscope  # noqa: E402
-from conftest import TESTBED, Recorder, Testbed  # noqa: E402
-from hopscope.traffic import throughput  # noqa: E402
-from hopscope.traffic.counters import Counters  # noqa: E402
-from hopscope.traffic.generators import iperf  # noqa: E402
-from hopscope.traffic.scenario.load import Sender  # noqa: E402
-from hopscope.traffic.testbed import TestbedError, layout  # noqa: E402
+import benchlib
+import hopscope
+from conftest import TESTBED, Recorder, Testbed
+from hopscope.traffic import throughput
+from hopscope.traffic.counters import Counters
+from hopscope.traffic.generators import iperf
+from hopscope.traffic.scenario.load import Sender
+from hopscope.traffic.testbed import layout
 
 SIZE = 200                  # UDP payload, bytes
 IP_LEN = SIZE + 28          # the stream's IP length: the iperf3 handshake is not it
@@ -36,14 +32,11 @@ PACING_US = 1
 SETTLE_S = 0.3              # after the sender: the last packets reach the sink
 
 
-class BenchError(Exception):
-    """A run could not be made (a tool failed); the message says which."""
+class BenchError(RuntimeError):
+    """A run could not be made (a tool failed); the message says which
+    (one of benchlib.FAILURES)."""
 
 
-# what a failed run raises: tests/e2e/conftest.py's Testbed and Recorder fail
-# by assert; the scripts print these as one line and exit 1
-FAILURES = (BenchError, AssertionError, subprocess.CalledProcessError, TestbedError,
-            hopscope.RecordFileError)
 
 
 def sender(rate, seconds):
@@ -112,7 +105,7 @@ class Bed:
         # 10 µs it reached 155 kpps here, at 1 µs 226 kpps (unpaced, -b 0: 298)
         cmd[cmd.index("--pacing-timer") + 1] = str(PACING_US)
         # no per-second reports: a long run's JSON would outgrow the pipe
-        # before a caller that waits (bench/soak) reads it
+        # before a caller that waits (evaluation/bench/soak.py) reads it
         cmd += ["-i", "0"]
         return subprocess.Popen(["ip", "netns", "exec", self.prefix + "sender1", "taskset", "-c",
                                  self.cpu("sender"), *cmd], stdout=subprocess.PIPE,
@@ -136,11 +129,6 @@ def client_sent(proc, timeout):
     except RuntimeError as e:
         raise BenchError(f"{e}{'; ' + err.strip() if err.strip() else ''}")
     return int(doc["end"]["sum"]["packets"]), float(doc["end"]["sum"]["seconds"])
-
-
-def loadavg():
-    with open("/proc/loadavg") as f:
-        return [float(x) for x in f.read().split()[:3]]
 
 
 def offer(bed, rate, seconds, path):
@@ -177,7 +165,7 @@ def run_metrics(df, rate, seconds, sent, kernel):
            "by_status": {k: int(v) for k, v in s.status.value_counts().items() if v},
            "complete_of_received": complete_share(len(complete), received),
            "complete_of_sent": complete_share(len(complete), sent),
-           "loadavg": loadavg(),
+           "loadavg": benchlib.loadavg(),
            "counters": (df.attrs["counters"] or {}).get("counters"),
            "probe_floor": floor_of(df)}
     for col in STAGES:
@@ -354,14 +342,3 @@ def growth(t, y, rel=0.05, floor=1 << 20):
             "last": float(y[-1]) if len(y) else None, "slope_per_s": slope(t, y),
             "late_slope_per_s": late, "bounded": len(y) >= 4 and grew <= limit}
 
-
-def machine():
-    """Where and when: bench/ground_truth's machine() (kernel, CPUs, load
-    average, commit), loaded from its file (a script, not a module)."""
-    path = os.path.join(ROOT, "bench", "ground_truth")
-    spec = importlib.util.spec_from_loader("ground_truth",
-                                           importlib.machinery.SourceFileLoader("ground_truth",
-                                                                                path))
-    gt = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(gt)
-    return gt.machine()

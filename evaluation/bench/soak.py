@@ -11,7 +11,7 @@ from the file: completeness per window (complete records by t1 against
 the packets the tracer counted in, edges at its own COUNTERS snapshots),
 each loss counter's moves per window, and the totals against the packets
 sent and received. Judged: no window under 100 % or with a loss, memory
-bounded (bench/loadlib.py: growth). The file (rate x seconds x 144 B) is
+bounded (evaluation/bench/loadlib.py: growth). The file (rate x seconds x 144 B) is
 deleted afterwards.
 
 --aggregate: the always-on mode instead (record --aggregate --snapshot,
@@ -20,32 +20,28 @@ kernel's complete + dropped against the packets it took in, the total the
 histograms' transit count against the packets sent and received; memory,
 maps, and the file's and snapshot's sizes sampled the same way.
 
-    bench/soak [--seconds 600] [--rate PPS] [--interval 10] [--aggregate]
---rate defaults to the lossless rate in results/bench/load_matrix.json.
-Writes results/bench/soak.json (soak_aggregate.json) and prints a summary.
+    evaluation/bench/soak.py [--seconds 600] [--rate PPS] [--interval 10] [--aggregate]
+--rate defaults to the lossless rate in evaluation/results/load_matrix.json.
+Writes evaluation/results/soak.json (soak_aggregate.json) and prints a summary.
 Needs root and `make`.
 """
-import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
-import sys
 import tempfile
 import time
 
 import numpy as np
 
+import benchlib
 import loadlib
 from hopscope.record import format as fmt
 from hopscope.record import hist
 from hopscope.record.reader import RecordFile
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-sk-")
-MATRIX = os.path.join(loadlib.ROOT, "results", "bench", "load_matrix.json")
-OUT = os.path.join(loadlib.ROOT, "results", "bench", "soak.json")
-OUT_AGGREGATE = os.path.join(loadlib.ROOT, "results", "bench", "soak_aggregate.json")
+MATRIX = os.path.join(benchlib.RESULTS, "load_matrix.json")
 MARGIN = 2 << 30  # disk left free beside the record file
 
 
@@ -117,7 +113,7 @@ def sample(bed, pid, t0, path):
             "bpf_maps": len(maps), "bpf_memlock": sum(m["memlock"] for m in maps.values()),
             "file_bytes": size(path), "snapshot_bytes": size(path + ".json"),
             "router_cpu_shared_tasks": shared, "agent_on_router_cpu": agent,
-            "loadavg": loadlib.loadavg()[0]}
+            "loadavg": benchlib.loadavg()[0]}
 
 
 def soak(bed, rate, seconds, interval, path, log, aggregate):
@@ -262,60 +258,50 @@ def lossless_rate(path):
         with open(path) as f:
             return float(json.load(f)["lossless_pps"])
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SystemExit(f"bench/soak: no lossless rate in {path} ({e}): run bench/load_matrix "
+        raise SystemExit(f"evaluation/bench/soak.py: no lossless rate in {path} ({e}): run evaluation/bench/load_matrix.py "
                          "first, or give --rate")
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog=__doc__.split("\n\n", 1)[1])
+    ap = benchlib.parser("soak", __doc__, epilog=__doc__.split("\n\n", 1)[1])
     ap.add_argument("--seconds", type=float, default=600)
     ap.add_argument("--rate", type=float, metavar="PPS", help="default: load_matrix.json's")
     ap.add_argument("--interval", type=float, default=10, metavar="S")
     ap.add_argument("--aggregate", action="store_true",
-                    help="the always-on mode: record --aggregate --snapshot")
-    ap.add_argument("-o", "--output")
+                    help="the always-on mode: record --aggregate --snapshot (default output "
+                         "soak_aggregate.json)")
     a = ap.parse_args()
-    a.output = a.output or (OUT_AGGREGATE if a.aggregate else OUT)
+    if a.aggregate and a.output == ap.get_default("output"):
+        a.output = os.path.join(benchlib.RESULTS, "soak_aggregate.json")
     if a.seconds <= 0 or a.interval < 1 or (a.rate is not None and a.rate <= 0):
         ap.error("--seconds and --rate must be above 0, --interval at least 1")
-    if os.geteuid():
-        sys.exit("bench/soak: needs root (BPF, network namespaces)")
+    benchlib.preflight("soak", ("iperf3",))
     rate = a.rate if a.rate is not None else lossless_rate(MATRIX)
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
-    res = {"machine": loadlib.machine(), "rate_pps": rate, "seconds": a.seconds,
+    res = {"machine": benchlib.machine(), "rate_pps": rate, "seconds": a.seconds,
            "interval_s": a.interval, "size": loadlib.SIZE,
            "generator": f"iperf3 -u -b RATE -l 200 --pacing-timer {loadlib.PACING_US}",
            "testbed": "rps, --sink, --shield router", "aggregate": a.aggregate}
-    bed = None
-    try:
+    beds = []
+
+    def run():
         with tempfile.TemporaryDirectory() as tmp:
             need = (0 if a.aggregate else rate * a.seconds * fmt.RECORD_SIZE * 1.1) + MARGIN
             if shutil.disk_usage(tmp).free < need:
-                sys.exit(f"bench/soak: {tmp} has less than the {need / 2**30:.1f} GiB free the "
-                         "record file needs")
+                raise loadlib.BenchError(f"{tmp} has less than the {need / 2**30:.1f} GiB free "
+                                         "the record file needs")
             path = os.path.join(tmp, "soak.hsr")
-            bed = loadlib.Bed(PREFIX)
-            samples, sent, took = soak(bed, rate, a.seconds, a.interval, path,
+            beds.append(loadlib.Bed(PREFIX))
+            samples, sent, took = soak(beds[0], rate, a.seconds, a.interval, path,
                                        lambda m: print(m, flush=True), a.aggregate)
-            bed.down()
-            bed = None
+            beds.pop().down()  # before the analysis: the testbed's CPUs for others
             res.update(offered_pps=sent / took, send_seconds=took,
                        file_bytes=os.path.getsize(path))
             res.update((analyse_aggregate if a.aggregate else analyse)(
                 path, samples, sent, a.interval), samples=samples)
-    except loadlib.FAILURES as e:
-        sys.exit(f"bench/soak: {str(e).strip()}")
-    finally:
-        if bed:
-            bed.down()
+
+    benchlib.measure("soak", run, lambda: [b.down() for b in beds])
     res["loadavg_1min"] = loadlib.spread([s["loadavg"] for s in res["samples"]])
-    os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=1)
-    report(res)
-    print(f"\n{a.output}")
+    benchlib.finish(res, a.output, report)
 
 
 if __name__ == "__main__":

@@ -1,34 +1,31 @@
 #!/usr/bin/env python3
-"""What the generators reach on this machine: every condition of the given
+"""What the generators reach on the development machine: every condition of the given
 scenario files (default: traffic/paper/*.toml) run once for --seconds without
 the recorder, and for each sender the packets asked, sent (the generator's log)
 and received, with sent/asked. The paper files quote these numbers in their
 comments (what was scaled and why).
 
-    bench/generators [--seconds 3] [--prefix hsgen-] [FILE ...]
-Writes results/bench/generators.json and prints a table. Needs root and `make`.
+    evaluation/bench/generators.py [--seconds 3] [--prefix hsgen-] [FILE ...]
+Writes evaluation/results/generators.json and prints a table. Needs root and `make`.
 """
-import argparse
 import glob
-import json
 import os
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
+import benchlib
+from benchlib import ROOT
 from hopscope.traffic.result import RunError
-from hopscope.traffic.run import run_condition  # noqa: E402
-from hopscope.traffic.scenario.load import ScenarioError, load_scenario  # noqa: E402
+from hopscope.traffic.run import run_condition
+from hopscope.traffic.scenario.load import ScenarioError, load_scenario
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = benchlib.parser("generators", __doc__)
     p.add_argument("files", nargs="*", metavar="FILE")
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--prefix", default="hsgen-")
-    p.add_argument("--out", default=os.path.join(ROOT, "results", "bench"))
     args = p.parse_args()
+    benchlib.preflight("generators", ("iperf3", "ITGSend", "ITGRecv"))
     files = args.files or sorted(glob.glob(os.path.join(ROOT, "traffic", "paper", "*.toml")))
     rows, failed = [], 0
     for path in files:
@@ -38,7 +35,8 @@ def main():
             sys.exit(str(e))
         for cond in conds:
             c = cond.with_duration(args.seconds)
-            folder = os.path.join(args.out, "generators", os.path.basename(path)[:-5], c.name)
+            folder = os.path.join(os.path.splitext(args.output)[0], os.path.basename(path)[:-5],
+                                  c.name)
             try:
                 r = run_condition(c, folder, prefix=args.prefix, record=False)
             except RunError as e:
@@ -55,9 +53,8 @@ def main():
                 print("{file:12} {condition:26} {sender:8} {rate_pps:8.0f} pps asked {asked:7d} "
                       "sent {sent:7d} ({sent_ratio:.3f}) received {received:7d}".format(**rows[-1]),
                       flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "generators.json"), "w") as f:
-        json.dump({"seconds": args.seconds, "rows": rows}, f, indent=1)
+    benchlib.finish({"machine": benchlib.machine(), "seconds": args.seconds, "rows": rows},
+                    args.output, lambda res: None)
     return 1 if failed else 0
 
 

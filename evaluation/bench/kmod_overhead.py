@@ -1,26 +1,25 @@
 #!/usr/bin/env python3
 """What the kernel module costs the router per packet, in a QEMU guest: the
-module cannot load on this machine, so testbed/qemu/run.sh boots Debian's
+module cannot load on the development machine, so testbed/qemu/run.sh boots Debian's
 kernel with testbed/qemu/bench-guest.sh as /init. In one boot, rounds of:
 untraced; `hopscope record --backend kmod --floor` (the same hooks, every
 probe returning at once: what the hooks alone cost); the module recording.
 
 The guest runs under TCG, so its absolute times mean little: what counts are
 ratios within one boot. Per run, the router's forwarded packets/s (a UDP
-flood forwarded inline on the sender's CPU0, as bench/overhead's) and CPU0's
+flood forwarded inline on the sender's CPU0, as evaluation/bench/overhead.py's) and CPU0's
 busy time per forwarded packet (/proc/stat; the recorder is on CPU1, which
 TCG runs in turn with CPU0, so the rate pays for it and CPU0's time does
 not); for the recording, the probes' own time per stage as the module
 samples it (the file's END trailer, probe_cost). Ratios are taken within a
 round, then the median and the spread (min-max) over the rounds.
 
-    bench/kmod_overhead [--series 6.1] [--rounds 10] [--seconds 2] [--size 64]
-    bench/kmod_overhead --from results/bench/kmod_overhead.json
-Writes results/bench/kmod_overhead.json and prints the figures README's
-Overhead section quotes. Needs QEMU, the series' headers (make deps) and
+    evaluation/bench/kmod_overhead.py [--series 6.1] [--rounds 10] [--seconds 2] [--size 64]
+    evaluation/bench/kmod_overhead.py --from evaluation/results/kmod_overhead.json
+Writes evaluation/results/kmod_overhead.json and prints the figures
+evaluation/overhead.md quotes. Needs QEMU, the series' headers (make deps) and
 build/hopscope (make). Exit 77: QEMU or the headers missing.
 """
-import argparse
 import json
 import os
 import platform
@@ -30,7 +29,9 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+import benchlib
+from benchlib import ROOT
+
 RUN = os.path.join(ROOT, "testbed", "qemu", "run.sh")
 GUEST = os.path.join(ROOT, "testbed", "qemu", "bench-guest.sh")
 CONFIGS = ("untraced", "floor", "traced")
@@ -131,15 +132,11 @@ def report(res):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = benchlib.parser("kmod_overhead", __doc__, rounds=10)
     ap.add_argument("--series", default="6.1", help="Debian kernel series of the guest "
                     "(6.1: no BPF netfilter link, the module's kernel; or 6.12)")
-    ap.add_argument("--rounds", type=int, default=10)
     ap.add_argument("--seconds", type=int, default=2, help="measurement window per run")
     ap.add_argument("--size", type=int, default=64, help="UDP payload, bytes")
-    ap.add_argument("-o", "--output",
-                    default=os.path.join(ROOT, "results", "bench", "kmod_overhead.json"))
     ap.add_argument("--from", dest="source", metavar="JSON",
                     help="no guest: summarise the runs of an earlier output again")
     a = ap.parse_args()
@@ -148,13 +145,13 @@ def main():
             with open(a.source) as f:
                 res = json.load(f)
         except (OSError, ValueError) as e:
-            sys.exit(f"bench/kmod_overhead: {a.source}: {e}")
+            sys.exit(f"evaluation/bench/kmod_overhead.py: {a.source}: {e}")
         save(res, a.output)
         return
     if a.rounds < 1 or a.seconds < 1 or not 8 <= a.size <= 1472:
         ap.error("--rounds and --seconds at least 1, --size 8 to 1472")
     if not os.access(os.path.join(ROOT, "build", "hopscope"), os.X_OK):
-        sys.exit("bench/kmod_overhead: no build/hopscope (make): the guest runs it")
+        sys.exit("evaluation/bench/kmod_overhead.py: no build/hopscope (make): the guest runs it")
     env = dict(os.environ, HS_QEMU_GUEST=GUEST,
                HS_QEMU_APPEND=f"{os.environ.get('HS_QEMU_APPEND', '')} hs.rounds={a.rounds} "
                               f"hs.seconds={a.seconds} hs.size={a.size}",
@@ -170,7 +167,7 @@ def main():
         sys.exit(SKIP)
     m = re.search(r"^kmod-qemu: (\S+): RESULT kernel=(\S+)", out, re.M)
     if p.returncode or not m:
-        sys.exit("bench/kmod_overhead: the guest failed (above)")
+        sys.exit("evaluation/bench/kmod_overhead.py: the guest failed (above)")
     work = os.environ.get("HS_QEMU_DIR", os.path.join(ROOT, "build", "qemu"))
     console = os.path.join(work, m.group(1), "bench-guest", "console.txt")
     with open(console) as f:
@@ -185,11 +182,7 @@ def main():
 
 def save(res, path):
     res["summary"] = summarise(res["runs"])
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(res, f, indent=1)
-    report(res)
-    print(f"\n{path}")
+    benchlib.finish(res, path, report)
 
 
 if __name__ == "__main__":

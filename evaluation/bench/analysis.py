@@ -10,15 +10,15 @@ pandas.read_parquet; last hopscope's stage_stats of the same percentiles.
 
 read_parquet comes after the steps the goals compare: its frame, from
 Arrow's own allocator, most likely goes back to the kernel when freed, and
-on this VM the next step to take fresh pages pays for them (0.5-3 s per GB,
-docs/measurements.md), whichever step that is.
+on the development machine the next step to take fresh pages pays for them (0.5-3 s per GB,
+evaluation/measurements.md), whichever step that is.
 
 Absolute times move with the machine and the day, so the goals are ratios
 within the run:
   load >= 5x faster than read_parquet;
   analyse <= 1.5x DuckDB's quantile query;
   the report <= 3x DuckDB's quantile query.
-Writes --json (default results/bench/analysis.json); exit 1 if a goal is not
+Writes --json (default evaluation/results/analysis.json); exit 1 if a goal is not
 met or DuckDB's percentiles disagree with hopscope's. Run it like
 build/hopscope runs the Python commands (it sets the same GLIBC_TUNABLES,
 userspace/glibc.tunables: see userspace/pycmd.c)."""
@@ -32,7 +32,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 if "GLIBC_TUNABLES" not in os.environ:  # must be set before the process starts
     with open(os.path.join(ROOT, "userspace", "glibc.tunables")) as f:
         os.environ["GLIBC_TUNABLES"] = f.read().strip()
@@ -55,8 +55,8 @@ GOALS = (("report / duckdb_quantiles", "report", "duckdb_quantiles", 3.0, "max")
 
 
 def fresh_memory_seconds():
-    """Seconds a new process takes to touch 1 GB it never used: on this VM
-    it varies from run to run (up to 3 s, docs/measurements.md), and so do
+    """Seconds a new process takes to touch 1 GB it never used: on the development machine
+    it varies from run to run (up to 3 s, evaluation/measurements.md), and so do
     the steps that take much fresh memory, analyse first."""
     code = "from load_speed import touch_seconds; print(touch_seconds(10**9))"
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "userspace", "python"))
@@ -103,7 +103,7 @@ def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=10_000_000)
-    p.add_argument("--json", default=os.path.join(ROOT, "results", "bench", "analysis.json"),
+    p.add_argument("--json", default=os.path.join(ROOT, "evaluation", "results", "analysis.json"),
                    help="write the times and ratios here (default %(default)s; '' for none)")
     args = p.parse_args()
     if args.records < 1000:

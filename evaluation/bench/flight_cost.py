@@ -7,20 +7,18 @@ the trigger check happen there) is read from its END chunk; printed are
 the medians over the rounds and their ratio, measured in this one run.
 Own testbed prefix (hsb-fl-).
 
-    bench/flight_cost [--rounds 4] [--packets 60000] [--flight 4096]
-Needs root and `make`.
+    evaluation/bench/flight_cost.py [--rounds 4] [--packets 60000] [--flight 4096]
+Writes evaluation/results/flight_cost.json. Needs root and `make`.
 """
-import argparse
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
-import hopscope  # noqa: E402
-from conftest import Recorder, Testbed  # noqa: E402
+import benchlib
+import hopscope
+from conftest import Recorder, Testbed
 
 PREFIX = "hsb-fl-"
 
@@ -43,29 +41,35 @@ def t4_ns(path, extra, n):
     return s["sum_ns"] / s["n"]
 
 
+def report(res):
+    off, on = (statistics.median(res["t4_ns"][m]) for m in ("off", "on"))
+    print(f"t4 probe, median over {res['rounds']} rounds: without --flight {off:.1f} ns, with "
+          f"--flight {res['flight']} {on:.1f} ns: {on / off:.2f} x (+{on - off:.1f} ns)")
+
+
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--rounds", type=int, default=4)
-    p.add_argument("--packets", type=int, default=60000)
-    p.add_argument("--flight", type=int, default=4096)
-    a = p.parse_args()
+    ap = benchlib.parser("flight_cost", __doc__, rounds=4)
+    ap.add_argument("--packets", type=int, default=60000)
+    ap.add_argument("--flight", type=int, default=4096)
+    a = ap.parse_args()
+    benchlib.preflight("flight_cost")
+    res = {"machine": benchlib.machine(), "rounds": a.rounds, "packets": a.packets,
+           "flight": a.flight, "testbed": "inline", "t4_ns": {"off": [], "on": []}}
     tb = Testbed(PREFIX)
-    tb.down()
-    got = {"off": [], "on": []}
-    try:
+
+    def rounds():
+        tb.down()
         tb.up("--mode", "inline")
         with tempfile.TemporaryDirectory() as tmp:
             for r in range(a.rounds):
                 for mode, extra in (("off", ()), ("on", ("--flight", str(a.flight),
                                                          "--flight-trigger", "d_oq>1s"))):
-                    got[mode].append(t4_ns(os.path.join(tmp, f"{mode}{r}.hsr"), extra,
-                                           a.packets))
-                    print(f"round {r} {mode:3}: t4 probe {got[mode][-1]:.1f} ns", flush=True)
-    finally:
-        tb.down()
-    off, on = (statistics.median(got[m]) for m in ("off", "on"))
-    print(f"t4 probe, median over {a.rounds} rounds: without --flight {off:.1f} ns, with "
-          f"--flight {a.flight} {on:.1f} ns: {on / off:.2f} x (+{on - off:.1f} ns)")
+                    got = res["t4_ns"][mode]
+                    got.append(t4_ns(os.path.join(tmp, f"{mode}{r}.hsr"), extra, a.packets))
+                    print(f"round {r} {mode:3}: t4 probe {got[-1]:.1f} ns", flush=True)
+
+    benchlib.measure("flight_cost", rounds, tb.down)
+    benchlib.finish(res, a.output, report)
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@
 Writes a synthetic file (hopscope.synth) unless --file is given, then loads it
 --repeat times back to back, the file in the page cache, and prints each rate,
 the best and the median. Its goal, at least 5 times as fast as
-pandas.read_parquet of the same records, is measured by bench/analysis.
+pandas.read_parquet of the same records, is measured by evaluation/bench/analysis.
 
 A load writes about 100 bytes of new columns per record. On a VM whose host
 takes back freed guest memory (virtio-balloon free page reporting), touching
@@ -20,6 +20,7 @@ import time
 
 import numpy as np
 
+import benchlib  # noqa: F401 (the tree's package first on the path)
 import hopscope
 from hopscope.record.synth import write_synthetic
 

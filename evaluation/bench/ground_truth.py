@@ -15,28 +15,23 @@ the median over rounds, its counts the sums. tests/e2e/captures.py holds
 the methods (shared with tests/e2e/test_ground_truth.py); docs/accuracy.md
 says what they mean.
 
-    bench/ground_truth [--rounds 3] [--rates 10,20,50] [--sizes 200,1400]
-Writes results/bench/ground_truth.json and prints tables. Needs root and
+    evaluation/bench/ground_truth.py [--rounds 3] [--rates 10,20,50] [--sizes 200,1400]
+Writes evaluation/results/ground_truth.json and prints tables. Needs root and
 `make`.
 """
-import argparse
-import datetime
 import json
 import os
-import platform
-import signal
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
-import hopscope  # noqa: E402
-from captures import (PORT, Capture, join_taps, read_pcap, send_udp,  # noqa: E402
-                      tap_agreement, tbf_physics)
-from conftest import Recorder, Testbed  # noqa: E402
+import benchlib
+import hopscope
+from benchlib import fmt
+from captures import (PORT, Capture, join_taps, read_pcap, send_udp, tap_agreement,
+                      tbf_physics)
+from conftest import Recorder, Testbed
+from wire import summarise
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-gtb-")
 RECEIVER = "198.18.3.2"
@@ -135,50 +130,24 @@ def tbf(rate_mbit, size, tmp):
     return out
 
 
-def testbed(*args):
-    tb = Testbed(PREFIX)
+def testbed(tb, *args):
+    """tb brought up afresh with the sink and args"""
     tb.down()
-    return tb.up("--sink", *args)
+    tb.up("--sink", *args)
 
 
-def summarise(runs):
-    """Median over rounds of each number, sums of the counts; nested wrong-stage
-    results the same way."""
-    counts = {"sent", "records", "tap_in", "tap_out", "joined", "tcpdump_dropped_in",
-              "backlog_dropped", "t0_not_xdp",
-              "tcpdump_dropped_out", "in_tap_not_out_tap", "out_tap_not_in_tap",
-              "taps_not_recorded", "recorded_not_in_taps", "key_shared", "packets", "impossible",
-              "span_shorter", "complete", "dropped", "gaps", "wait_packets"}
-    out = {}
-    for k, v in runs[0].items():
-        vals = [r[k] for r in runs]
-        if isinstance(v, dict):
-            out[k] = summarise(vals)
-        elif k in counts:
-            out[k] = sum(vals)
-        else:
-            vals = [x for x in vals if x is not None]
-            out[k] = statistics.median(vals) if vals else None
-    return out
+# what summarise() sums over the rounds; every other number is their median
+COUNTS = {"sent", "records", "tap_in", "tap_out", "joined", "tcpdump_dropped_in",
+          "backlog_dropped", "t0_not_xdp", "tcpdump_dropped_out", "in_tap_not_out_tap",
+          "out_tap_not_in_tap", "taps_not_recorded", "recorded_not_in_taps", "key_shared",
+          "packets", "impossible", "span_shorter", "complete", "dropped", "gaps",
+          "wait_packets"}
 
 
 def machine():
-    with open("/proc/cpuinfo") as f:
-        model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
-                     "")
-    with open("/proc/loadavg") as f:
-        load = f.read().split()[:3]
-    commit = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
-                            capture_output=True, text=True).stdout.strip()
-    return {"kernel": platform.release(), "cpus": os.cpu_count(), "cpu_model": model,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "loadavg": load, "commit": commit,
-            "netdev_tstamp_prequeue": open("/proc/sys/net/core/netdev_tstamp_prequeue").read()
-            .strip()}
-
-
-def fmt(x, spec):
-    return format(x, spec) if x is not None else "-"
+    """benchlib's, with whether the kernel stamps before RPS (the taps' stamps)."""
+    with open("/proc/sys/net/core/netdev_tstamp_prequeue") as f:
+        return {**benchlib.machine(), "netdev_tstamp_prequeue": f.read().strip()}
 
 
 def report(res):
@@ -213,55 +182,43 @@ def report(res):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap = benchlib.parser("ground_truth", __doc__, rounds=3)
     ap.add_argument("--rates", default="10,20,50", help="TBF rates, Mbit/s")
     ap.add_argument("--sizes", default="200,1400", help="UDP payload sizes for the TBF, bytes")
-    ap.add_argument("-o", "--output",
-                    default=os.path.join(ROOT, "results", "bench", "ground_truth.json"))
     a = ap.parse_args()
-    if os.geteuid():
-        raise SystemExit("bench/ground_truth: needs root (BPF, network namespaces)")
     rates = [int(x) for x in a.rates.split(",")]
     sizes = [int(x) for x in a.sizes.split(",")]
-    # SIGTERM ends the run as Ctrl-C does: through the finally below
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    benchlib.preflight("ground_truth", ("iperf3", "tcpdump"))
     res = {"machine": machine(), "rounds": a.rounds, "tap_size": TAP_SIZE,
            "tap_rates": TAP_RATES, "tbf_seconds": TBF_SECONDS, "tbf_limit": TBF_LIMIT,
            "offered": OFFERED, "testbed": "rps, --sink, --shield router",
            "two_captures": {"runs": {n: [] for n in TAP_RATES}},
            "tbf": {"runs": {f"{r}/{s}": [] for r in rates for s in sizes}}}
-    tb = None
-    try:
+    tb = Testbed(PREFIX)
+
+    def rounds():
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.rounds):
-                tb = testbed()
-                names = list(TAP_RATES)
-                for name in names[i % len(names):] + names[:i % len(names)]:
+                testbed(tb)
+                for name in benchlib.rotated(list(TAP_RATES), i):
                     r = two_captures(tb, name, tmp)
                     res["two_captures"]["runs"][name].append(r)
                     print(f"round {i + 1} taps {name}: {r['joined']} joined, median |Δ| "
                           f"{fmt(r['median_abs_us'], '.2f')} µs, impossible {r['impossible']}",
                           flush=True)
-                for rate in rates[i % len(rates):] + rates[:i % len(rates)]:
-                    tb = testbed("--shape", f"tbf:{rate}mbit:{TBF_LIMIT}")
+                for rate in benchlib.rotated(rates, i):
+                    testbed(tb, "--shape", f"tbf:{rate}mbit:{TBF_LIMIT}")
                     for size in sizes:
                         r = tbf(rate, size, tmp)
                         res["tbf"]["runs"][f"{rate}/{size}"].append(r)
                         print(f"round {i + 1} tbf {rate} Mbit/s {size} B: gap median "
                               f"{fmt(r['gap_rel_err_median'], '.4f')}, wait median "
                               f"{fmt(r['wait_rel_err_median'], '.4f')}", flush=True)
-    finally:
-        if tb:
-            tb.down()
+
+    benchlib.measure("ground_truth", rounds, tb.down)
     for part in ("two_captures", "tbf"):
-        res[part]["summary"] = {k: summarise(v) for k, v in res[part]["runs"].items()}
-    os.makedirs(os.path.dirname(a.output), exist_ok=True)
-    with open(a.output, "w") as f:
-        json.dump(res, f, indent=1)
-    report(res)
-    print(f"\n{a.output}")
+        res[part]["summary"] = {k: summarise(v, COUNTS) for k, v in res[part]["runs"].items()}
+    benchlib.finish(res, a.output, report)
 
 
 if __name__ == "__main__":
