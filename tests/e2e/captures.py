@@ -165,7 +165,7 @@ def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
     of it (enq earlier, deq later) and its own, over the rate; `simple` is
     the bytes ahead alone over the rate. enq/deq name the stages taken as
     the qdisc's enqueue and departure (t3, t4). A packet that left with its
-    t4 probe skipped (flagged t4_unseen: README, limits) took its tokens
+    t4 probe skipped (flagged t4_unseen: docs/troubleshooting.md) took its tokens
     too: its departure is put just before the next one's, as a backlogged
     bucket sends them, and no gap is judged across it."""
     left = (records.status == "complete") | ((records["flags"].to_numpy() & 0x80) != 0)

@@ -151,7 +151,7 @@ def test_sigusr1_dumps_and_the_cap_counts_what_it_skips(tb, recorder, tmp_path):
     d = df.attrs["header"]["flight_dump"]
     assert d["trigger"] == "signal" and "trigger_seq" not in d, d
     # fewer packets than N: every one of them, each once, but one whose t4
-    # probe the kernel skipped (README, limits): it stays inside to the stop
+    # probe the kernel skipped (docs/troubleshooting.md): it stays inside to the stop
     sports = sorted(df.sport - BASE)
     assert len(set(sports)) == len(sports) and set(sports) <= set(range(100)), df.sport
     assert (df.status == "complete").all()
