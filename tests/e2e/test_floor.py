@@ -8,7 +8,7 @@ import pytest
 import hopscope
 from captures import send_udp
 from hopscope.analysis import budget
-from conftest import HOPSCOPE, Recorder, namespaced_testbed, sh
+from testlib import HOPSCOPE, Recorder, namespaced_testbed, sh
 
 PREFIX = "hst-pf-"
 RX4 = "198.18.3.2"

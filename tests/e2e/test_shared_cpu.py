@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from conftest import TESTBED, PREFIX, sh
+from testlib import TESTBED, PREFIX, sh
 from test_spine import data_of, two_senders, assert_every_packet_accounted
 
 

@@ -3,7 +3,7 @@ taken, and what the probes add before it; for every delay its probe floor
 (systematic), its spread (random) and what else it may hold. In the manner of
 the classic budgets of capture points (baseline, uncertainty), but from the
 run's own samples (record/probecost.py) and clock facts; the method and the
-references it was checked against are in docs/accuracy.md.
+references it was checked against are in evaluation/accuracy.md.
 """
 import math
 
