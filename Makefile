@@ -1,4 +1,5 @@
-# hopscope: `make` builds, `make test` runs every test, `make demo` shows it working.
+# hopscope: `make` builds, `make test` runs every test (as root), `make check` the
+# tests that need neither root nor QEMU (any user, seconds), `make demo` shows it working.
 # `make deps` installs what it needs (Debian's packages, and the Python ones in
 # the virtualenv VENV); `make install` / `make uninstall` (PREFIX, DESTDIR).
 # docs/install.md tells what goes where. Quiet by default; `make V=1` prints full commands.
@@ -42,7 +43,7 @@ USER_SRCS := $(wildcard userspace/*.c)
 USER_OBJS := $(patsubst userspace/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 USER_HDRS := $(wildcard userspace/*.h) $(wildcard include/*.h)
 
-.PHONY: all deps test demo clean bench install uninstall FORCE
+.PHONY: all deps test check demo clean bench install uninstall FORCE
 all: $(OUT)/hopscope $(OUT)/sink.bpf.o $(OUT)/prog_run
 
 deps:
@@ -97,6 +98,10 @@ VENV_RUN = VENV='$(VENV)' PATH='$(VENV)/bin':"$$PATH"
 
 test: deps all
 	$(Q)$(VENV_RUN) ./tests/run.sh
+
+# no deps: installing them takes root; the venv must be there already
+check: all
+	$(Q)$(VENV_RUN) ./tests/run.sh --check
 
 demo: deps all
 	$(Q)$(VENV_RUN) ./scripts/demo.sh

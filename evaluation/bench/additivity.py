@@ -16,7 +16,7 @@ delay, t0 before the send, t4 after the receive). Conditions: constant
 rates, a Poisson stream, and a TBF on the router's output that queues.
 Beside them, the same on wrong input (t2 and t3 swapped; each record
 joined to the next packet's log line), to show what they catch.
-tests/e2e/wire.py holds the methods; docs/accuracy.md ("4. Additivity and
+tests/helpers/wire.py holds the methods; evaluation/accuracy.md ("4. Additivity and
 the wire") says what they mean. Rounds repeat every condition; numbers
 are medians over rounds, counts sums.
 
@@ -31,7 +31,8 @@ import benchlib
 import hopscope
 from benchlib import fmt
 import wire
-from conftest import Recorder, Testbed
+from hopscope.traffic.testbed import Testbed
+from testlib import Recorder
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-jt-")
 SIZE = 200

@@ -19,7 +19,7 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "evaluation", "results")
 # the tree's package first, and the test helpers the benches measure with
-sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "e2e")]
+sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "helpers")]
 import hopscope  # noqa: E402
 from hopscope.traffic.testbed import TestbedError  # noqa: E402
 

@@ -18,7 +18,8 @@ import tempfile
 
 import benchlib
 import hopscope
-from conftest import Recorder, Testbed
+from hopscope.traffic.testbed import Testbed
+from testlib import Recorder
 
 PREFIX = "hsb-fl-"
 

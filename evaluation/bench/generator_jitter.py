@@ -13,8 +13,8 @@ ITGSend busy-waits its gaps on the senders' CPU, which every other task
 shares under the shield: it runs in its own session at autogroup nice -20
 (--nice), else it gets the CPU in turns with them.
 Beside them the paper's figures for its best probe, and the goal of issue
-13: σ ≤ 1 µs at gaps ≥ 500 µs. tests/e2e/wire.py holds the methods;
-docs/accuracy.md ("3. Generator jitter") says what they mean.
+13: σ ≤ 1 µs at gaps ≥ 500 µs. tests/helpers/wire.py holds the methods;
+evaluation/accuracy.md ("3. Generator jitter") says what they mean.
 Rounds repeat every gap (order rotated); a gap's numbers are the median
 over rounds, its counts the sums.
 
@@ -31,11 +31,12 @@ import benchlib
 import hopscope
 from benchlib import fmt
 import wire
-from conftest import Recorder, Testbed
+from hopscope.traffic.testbed import Testbed
+from testlib import Recorder
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-jt-")
 SIZE = 200
-GOAL_US, GOAL_FROM_US = 1.0, 500  # the goal: σ ≤ 1 µs at gaps ≥ 500 µs (docs/accuracy.md)
+GOAL_US, GOAL_FROM_US = 1.0, 500  # the goal: σ ≤ 1 µs at gaps ≥ 500 µs (evaluation/accuracy.md)
 # the paper's best probe: σ of the inter-arrivals, µs
 PAPER = {24.96: "17.46", 524: "0.87–1.02", 1024: "0.87–1.02", 5024: "0.87–1.02"}
 COUNTS = {"sent", "recorded", "complete", "received", "lost", "not_received", "n"}

@@ -11,8 +11,8 @@ payload sizes; departure gaps against frame / rate, and each queue wait
 against the bytes ahead of it / rate. Beside each metric, the same from a
 wrong stage, to show what it would catch.
 Rounds repeat every condition (order rotated); a condition's numbers are
-the median over rounds, its counts the sums. tests/e2e/captures.py holds
-the methods (shared with tests/e2e/test_ground_truth.py); docs/accuracy.md
+the median over rounds, its counts the sums. tests/helpers/captures.py holds
+the methods (shared with tests/e2e/test_ground_truth.py); evaluation/accuracy.md
 says what they mean.
 
     evaluation/bench/ground_truth.py [--rounds 3] [--rates 10,20,50] [--sizes 200,1400]
@@ -30,7 +30,8 @@ import hopscope
 from benchlib import fmt
 from captures import (PORT, Capture, join_taps, read_pcap, send_udp, tap_agreement,
                       tbf_physics)
-from conftest import Recorder, Testbed
+from hopscope.traffic.testbed import Testbed
+from testlib import Recorder
 from wire import summarise
 
 PREFIX = os.environ.get("HS_PREFIX", "hst-gtb-")

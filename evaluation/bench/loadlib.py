@@ -17,12 +17,12 @@ import numpy as np
 
 import benchlib
 import hopscope
-from conftest import TESTBED, Recorder, Testbed
+from testlib import Recorder
 from hopscope.traffic import throughput
 from hopscope.traffic.counters import Counters
 from hopscope.traffic.generators import iperf
 from hopscope.traffic.scenario.load import Sender
-from hopscope.traffic.testbed import layout
+from hopscope.traffic.testbed import Testbed, layout
 
 SIZE = 200                  # UDP payload, bytes
 IP_LEN = SIZE + 28          # the stream's IP length: the iperf3 handshake is not it
@@ -61,13 +61,8 @@ class Bed:
         except BaseException:
             self.tb.down()
             raise
-        self.counters = Counters(self.lay, self.testbed)
+        self.counters = Counters(self.lay, self.tb.run)
         self.receiver = self.lay["interfaces"]["receiver"][0]["ipv4"]
-
-    def testbed(self, *args):
-        r = subprocess.run([TESTBED, *args], env=dict(os.environ, HS_PREFIX=self.prefix),
-                           capture_output=True, text=True, check=True)
-        return r.stdout
 
     def cpu(self, role):
         return str(self.lay["cpus"][role])

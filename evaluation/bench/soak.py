@@ -105,7 +105,7 @@ def size(path):
 def sample(bed, pid, t0, path):
     """One sample; its time is the middle of the sink's read."""
     before = time.monotonic_ns()
-    received = int(bed.testbed("sink").split()[1])  # "packets N bytes M"
+    received = int(bed.tb.run("sink").split()[1])  # "packets N bytes M"
     mid = (before + time.monotonic_ns()) // 2
     maps = bpf_maps(pid)
     shared, agent = sharing(int(bed.cpu("router")))

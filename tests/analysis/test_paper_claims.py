@@ -22,6 +22,8 @@ from hopscope.record import synth
 from hopscope.record.load import load
 from hopscope.traffic.scenario.load import parse_scenario
 
+pytestmark = pytest.mark.slow  # whole campaigns judged, figures drawn
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 N = 4000          # packets per run
 GAP_NS = 40_000   # between arrivals: below coffee.IDLE_GAP_NS, so none finds the router idle

@@ -8,8 +8,9 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
-from hopscope.record import synth  # noqa: E402
+from hopscope.record import synth
+
+pytestmark = pytest.mark.slow  # whole reports drawn
 
 # summary, error budget, linear and log histograms, senders, queues, coffee
 # breaks by arrival and their sweep (report/coffee.py),

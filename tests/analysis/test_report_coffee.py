@@ -1,21 +1,15 @@
 """The report's coffee-break pages (report/coffee.py): both arrivals when t0
 was recorded, the sweep's thresholds, the paper's statistic named, and a
 minimum the user gave used for both arrivals."""
-import os
-import subprocess
-import sys
-
 import matplotlib.text
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
-from hopscope.record import format as fmt, synth  # noqa: E402
-from hopscope.record.load import load  # noqa: E402
-from hopscope.analysis import analyse  # noqa: E402
-from hopscope.analysis.coffee import coffee_breaks, default_min_ns  # noqa: E402
-from hopscope.report import coffee  # noqa: E402
-from hopscope.report.page import plt  # noqa: E402
+from hopscope.record import format as fmt, synth
+from hopscope.record.load import load
+from hopscope.analysis import analyse
+from hopscope.analysis.coffee import coffee_breaks, default_min_ns
+from hopscope.report import coffee
+from hopscope.report.page import plt
 
 
 def text_of(draw, *args):

@@ -8,11 +8,12 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
-from hopscope.analysis import analyse  # noqa: E402
-from hopscope.record import synth  # noqa: E402
-from hopscope.record.load import load  # noqa: E402
-from hopscope.report import forked, pdf  # noqa: E402
+from hopscope.analysis import analyse
+from hopscope.record import synth
+from hopscope.record.load import load
+from hopscope.report import forked, pdf
+
+pytestmark = pytest.mark.slow  # whole reports drawn, serial and forked
 
 # a report in a child Python whose worker drawing the output side fails as
 # argv[3] says; then the children still alive, which should be none
@@ -20,6 +21,7 @@ FAILING = """
 import multiprocessing, os, sys
 from hopscope import cli
 from hopscope.report import forked, pdf
+
 def fail(f, label, a):
     if sys.argv[3] == "crash":
         os._exit(3)

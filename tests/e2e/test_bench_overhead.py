@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from conftest import sh
+from testlib import sh
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "evaluation", "bench", "overhead.py")

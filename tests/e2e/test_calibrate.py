@@ -8,7 +8,7 @@ import pytest
 
 import hopscope
 from captures import send_udp
-from conftest import HOPSCOPE, Recorder, hs_programs, last_prog_id, namespaced_testbed, sh, \
+from testlib import HOPSCOPE, Recorder, hs_programs, last_prog_id, namespaced_testbed, sh, \
     wait_for
 from hopscope.record import calibration
 from hopscope.record.format import STAGE_NAMES

@@ -10,7 +10,7 @@ import time
 import pytest
 
 import hopscope
-from conftest import HOPSCOPE, Recorder, namespaced_testbed, sh
+from testlib import HOPSCOPE, Recorder, namespaced_testbed, sh
 
 PREFIX = "hst-ck-"
 CS = "/sys/devices/system/clocksource/clocksource0/"

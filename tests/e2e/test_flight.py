@@ -16,7 +16,7 @@ import pytest
 
 import hopscope
 import livebed
-from conftest import HOPSCOPE, sh, wait_for
+from testlib import HOPSCOPE, sh, wait_for
 from livebed import RX4, ipv4_only, ns, recorder, tb  # noqa: F401
 
 BASE = 20000

@@ -12,7 +12,7 @@ import hopscope
 from captures import send_udp
 from hopscope.analysis import budget
 from hopscope.record import probecost
-from conftest import HOPSCOPE, Recorder, namespaced_testbed, sh
+from testlib import HOPSCOPE, Recorder, namespaced_testbed, sh
 
 PREFIX = "hst-pf-"
 RX4 = "198.18.3.2"

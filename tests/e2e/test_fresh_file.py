@@ -12,7 +12,7 @@ from hopscope import RecordFileError
 from hopscope.record import format as fmt
 from hopscope.record.reader import RecordFile
 
-from conftest import HOPSCOPE, left_router, sh, wait_for
+from testlib import HOPSCOPE, left_router, sh, wait_for
 from livebed import links, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
 
 N = 3000

@@ -2,13 +2,13 @@
 tcpdump captures on the router, the kernel's own tracepoints recorded by
 perf, and a token bucket's physics. Each test also
 computes its metrics with a wrong stage in place of the right one and
-requires them to fail (docs/accuracy.md; evaluation/bench/ground_truth.py measures more
+requires them to fail (evaluation/accuracy.md; evaluation/bench/ground_truth.py measures more
 rates and sizes)."""
 import pytest
 
 import hopscope
 from captures import Capture, join_taps, read_pcap, send_udp, tap_agreement, tbf_physics
-from conftest import TESTBED, Recorder, namespaced_testbed, sh
+from testlib import TESTBED, Recorder, namespaced_testbed, sh
 from kernel_events import PAYLOAD, KernelEvents, event_order, packets
 
 P = "hst-gt-"

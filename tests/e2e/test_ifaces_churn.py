@@ -10,7 +10,7 @@ import pytest
 
 import hopscope
 import livebed
-from conftest import HOPSCOPE, TESTBED, sh, wait_for
+from testlib import HOPSCOPE, TESTBED, sh, wait_for
 from hopscope.live import snapshot
 from livebed import links, ns, recorder, send_udp, tb  # noqa: F401
 

@@ -4,7 +4,7 @@ packet one complete record with the ipv6 flag, its addresses, ports, traffic
 class and length as the loader shows them, and its delays."""
 import numpy as np
 
-from conftest import T4_UNSEEN, left_router
+from testlib import T4_UNSEEN, left_router
 from livebed import S1_6, RX6, links, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
 
 N = 300

@@ -7,7 +7,7 @@ import os
 import signal
 import sys
 
-from conftest import left_router
+from testlib import left_router
 from hopscope.record.header import RING_SLACK
 from livebed import (ipv4_only, delta, links, ns, recorder, send_udp, stopped,  # noqa: F401
                      tb, wait_out)

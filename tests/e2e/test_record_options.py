@@ -10,7 +10,7 @@ import pytest
 import signal
 import time
 
-from conftest import HOPSCOPE, sh, start_recorder
+from testlib import HOPSCOPE, sh, start_recorder
 
 NS = "hst-rt-inj"
 

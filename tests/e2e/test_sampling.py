@@ -13,7 +13,7 @@ import pytest
 
 import hopscope
 import livebed
-from conftest import HOPSCOPE, sh, wait_for
+from testlib import HOPSCOPE, sh, wait_for
 from hopscope.record.reader import RecordFile
 from hopscope.traffic import packetkey as pk
 from test_slots import QUIET_SOCKET  # a tap on r-s1 that holds a copy of every packet

@@ -12,7 +12,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import urllib.parse
 
@@ -21,15 +20,14 @@ import pytest
 
 import hopscope
 import livebed
-from conftest import HOPSCOPE, ROOT, wait_for
+from testlib import HOPSCOPE, wait_for
 from hopscope.live import metrics, snapshot
 from hopscope.record import hist
 from livebed import ipv4_only, links, recorder, send_udp, tb, wait_out  # noqa: F401
 
-sys.path.insert(0, os.path.join(ROOT, "tests", "python"))
-import dashboard  # noqa: E402
-import expfmt  # noqa: E402
-from expfmt import get  # noqa: E402
+import dashboard
+import expfmt
+from expfmt import get
 
 N = 300
 DELAYS = ("d_iq", "d_p", "d_oq", "transit")

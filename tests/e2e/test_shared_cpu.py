@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from conftest import TESTBED, PREFIX, left_router, sh
+from testlib import TESTBED, PREFIX, left_router, sh
 from test_spine import data_of, two_senders, assert_every_packet_accounted
 
 

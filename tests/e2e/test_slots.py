@@ -14,7 +14,7 @@ import pytest
 
 import hopscope
 
-from conftest import HOPSCOPE, TESTBED, Recorder, sh, namespaced_testbed, wait_for
+from testlib import HOPSCOPE, TESTBED, Recorder, sh, namespaced_testbed, wait_for
 
 P = "hst-sl-"
 RX4 = "198.18.3.2"

@@ -1,9 +1,7 @@
 """The tracer spine end to end: real traffic through the kernel's forwarding
 path in namespaces, real BPF programs, the record file read back."""
 import json
-import os
 import re
-import sys
 import time
 
 import numpy as np
@@ -11,9 +9,8 @@ import pytest
 
 import hopscope
 from hopscope import RecordFileWarning
-from conftest import T4_UNSEEN, hs_programs, left_router, ns, sh, wait_for, PREFIX, ROOT
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import STAGE, Raw  # noqa: E402
+from testlib import T4_UNSEEN, hs_programs, left_router, ns, sh, wait_for, PREFIX, ROOT
+from rawrecord import STAGE, Raw
 
 RX4 = "198.18.3.2"
 
@@ -111,7 +108,7 @@ def test_rps_mode_every_packet_one_complete_record(testbed, recorder):
 
 def drop_reason(name):
     """enum skb_drop_reason value on the running kernel (from its BTF)"""
-    from conftest import ROOT
+    from testlib import ROOT
     text = open(f"{ROOT}/build/vmlinux.h").read()
     return int(re.search(rf"SKB_DROP_REASON_{name} = (\d+),", text).group(1))
 
@@ -216,7 +213,7 @@ def test_user_errors_are_clear(testbed, tmp_path):
         (["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
           "build/hopscope", "record", "--in", "a", "--out", "b", "-o", out], 1, "needs root"),
     ]
-    from conftest import ROOT
+    from testlib import ROOT
     for cmd, code, msg in cases:
         r = sh(*cmd, check=False, cwd=ROOT)
         assert r.returncode == code, (cmd, r.returncode, r.stderr)

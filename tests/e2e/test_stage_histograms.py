@@ -9,7 +9,7 @@ import pytest
 
 import hopscope
 import livebed
-from conftest import HOPSCOPE, sh, wait_for
+from testlib import HOPSCOPE, sh, wait_for
 from hopscope.live import snapshot
 from hopscope.record import hist
 from livebed import (ipv4_only, links, ns, recorder, send_udp, stopped, tb,  # noqa: F401

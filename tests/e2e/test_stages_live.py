@@ -6,7 +6,7 @@ import json
 import numpy as np
 import pytest
 
-from conftest import left_router, sh, wait_for
+from testlib import left_router, sh, wait_for
 from hopscope.record.format import STAGE_NAMES
 from livebed import (ipv4_only, links, net_show, recorder, send_udp, stopped,  # noqa: F401
                      tb, wait_out)

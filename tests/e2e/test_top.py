@@ -16,7 +16,7 @@ import time
 import pytest
 
 import livebed
-from conftest import HOPSCOPE, hs_programs, sh, wait_for
+from testlib import HOPSCOPE, hs_programs, sh, wait_for
 from hopscope.live import snapshot
 from hopscope.record import hist
 from livebed import ipv4_only, links, net_show, recorder, send_udp, tb, wait_out  # noqa: F401

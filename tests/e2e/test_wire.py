@@ -1,14 +1,14 @@
 """A D-ITG stream through the router with every optional stage: each record
 in the kernel's order with delays that add up, inside D-ITG's one-way delay,
 its gaps the configured one. A short evaluation/bench/additivity.py and
-evaluation/bench/generator_jitter.py (docs/accuracy.md, sections 3 and 4); the bounds are
+evaluation/bench/generator_jitter.py (evaluation/accuracy.md, sections 3 and 4); the bounds are
 on orders, sums and medians, which wrong input breaks and a busy machine
 does not."""
 import hopscope
 import pytest
 
 import wire
-from conftest import Recorder, namespaced_testbed
+from testlib import Recorder, namespaced_testbed
 
 PREFIX = "hst-jw-"
 GAP_NS = 500_000

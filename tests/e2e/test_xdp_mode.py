@@ -5,7 +5,7 @@ test's own ("hst-xd-"); no traffic needed."""
 import pytest
 
 import hopscope
-from conftest import HOPSCOPE, hs_programs, last_prog_id, sh, wait_for
+from testlib import HOPSCOPE, hs_programs, last_prog_id, sh, wait_for
 
 NS = "hst-xd-t"
 

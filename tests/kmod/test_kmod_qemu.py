@@ -17,13 +17,11 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-from guestchecks import check_lines  # noqa: E402
+from guestchecks import check_lines
 RUN = ROOT / "testbed" / "qemu" / "run.sh"
 GUEST = ROOT / "testbed" / "qemu" / "guest.sh"
 SKIP = 77  # run.sh: QEMU or headers missing

@@ -16,13 +16,11 @@ import pathlib
 import re
 import shutil
 import subprocess
-import sys
 
 import pytest
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "tests"))
-from guestchecks import check_lines  # noqa: E402
+from guestchecks import check_lines
 RUN = ROOT / "testbed" / "qemu" / "nics.sh"
 SKIP = 77  # nics.sh: QEMU, headers or build/hopscope missing
 DRIVERS = ("virtio_net", "e1000e", "vmxnet3")

@@ -6,13 +6,12 @@ computed checked against the same file read without the library.
 The values are read by a probe cell appended to the executed copy (never
 written back), so the names it reads (PATH, a, TOS, ...) are the notebooks'
 own variables. What they are checked against is computed here, from the
-record file's bytes (tests/rawrecord.py) and small implementations of the
+record file's bytes (tests/helpers/rawrecord.py) and small implementations of the
 definitions in the analysis modules' docs, never by the library that
 produced them."""
 import json
 import os
 import shutil
-import sys
 
 import jupytext
 import nbformat
@@ -24,8 +23,7 @@ from nbclient import NotebookClient
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NOTEBOOKS = os.path.join(ROOT, "notebooks")
 DATA = os.path.join(ROOT, "tests", "data")
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import Raw  # noqa: E402
+from rawrecord import Raw
 
 NAMES = ("single_sender", "competitive", "queues_coffee", "overhead")
 CELL_TIMEOUT = 120  # s; a whole notebook takes 3-6 s here

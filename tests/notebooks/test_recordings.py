@@ -4,17 +4,15 @@ the bench overhead JSON beside them is complete."""
 import json
 import os
 import re
-import sys
 
 import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 DATA = os.path.join(ROOT, "tests", "data")
-sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
-import hopscope  # noqa: E402
-from hopscope.analysis.queues import occupancy  # noqa: E402
-from hopscope.traffic.scenario.load import load_scenario  # noqa: E402
+import hopscope
+from hopscope.analysis.queues import occupancy
+from hopscope.traffic.scenario.load import load_scenario
 
 CONDITIONS = {c.name: c for c in load_scenario(os.path.join(DATA, "recording.toml")).conditions()}
 MAX_BYTES = 3_000_000  # all of tests/data: a small checkout

@@ -4,6 +4,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 ENV = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "userspace", "python"))
 
@@ -13,6 +15,7 @@ def hopscope(*args):
                           text=True, env=ENV)
 
 
+@pytest.mark.slow  # a Python started per subcommand
 def test_every_listed_subcommand_exists_and_answers_help():
     r = hopscope("--commands")
     assert r.returncode == 0, r.stderr

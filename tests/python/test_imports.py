@@ -94,6 +94,7 @@ def test_layers_import_only_downwards():
     assert not wrong, "\n".join(wrong)
 
 
+@pytest.mark.slow  # a fresh interpreter per module
 @pytest.mark.parametrize("name", sorted(set(MODULES) - {"hopscope.__main__"}))  # runs the CLI
 def test_imports_alone(name):
     r = subprocess.run([sys.executable, "-c", f"import {name}"], capture_output=True, text=True,

@@ -1,16 +1,13 @@
 """The methods of evaluation/bench/generator_jitter.py and evaluation/bench/additivity.py
-(tests/e2e/wire.py) on synthetic streams whose answers are known, and on
+(tests/helpers/wire.py) on synthetic streams whose answers are known, and on
 wrong input they must catch: a wrong configured gap, records joined to the
 wrong packets, swapped stages, a delay column that disagrees."""
-import os
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "e2e"))
-import wire  # noqa: E402
+import wire
 
 GAP = 524_000  # ns
 N = 20000

@@ -25,7 +25,7 @@ import pytest
 import hopscope
 from hopscope.record.dataset import PART, partition
 from hopscope.traffic.scenario.load import load_scenario
-from test_campaign_env import (PREFIX, ROOT, hopscope as cli, our_namespaces, our_processes,
+from campaignkit import (PREFIX, ROOT, hopscope as cli, our_namespaces, our_processes,
                                stop_group, take_testbed_down, wait_for)
 
 CI = os.path.join(ROOT, "traffic", "campaigns", "ci.toml")

@@ -17,10 +17,10 @@ from hopscope.traffic import run as runner
 from hopscope.traffic.result import RunError
 from hopscope.traffic.run import run_condition
 from hopscope.traffic.scenario.load import parse_scenario
+from hopscope.traffic.testbed import Testbed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import STAGE, STATUS, Raw  # noqa: E402
+from rawrecord import STAGE, STATUS, Raw
 
 PREFIX = "hst-tr-t-"
 ADDR = {"sender1": "198.18.1.2", "sender2": "198.18.2.2"}
@@ -28,8 +28,7 @@ T4_UNSEEN = 0x80  # hs_record.flags: left the router, its t4 missed (docs/record
 
 
 def take_testbed_down():
-    subprocess.run([runner.TESTBED, "down"], env=dict(os.environ, HS_PREFIX=PREFIX),
-                   capture_output=True)
+    Testbed(PREFIX).down()
 
 
 def our_namespaces():

@@ -9,7 +9,7 @@ import pytest
 from hopscope.traffic.scenario.load import load_scenario
 from hopscope.traffic.throughput import Trial, search as binary_search
 from hopscope.traffic.throughput_file import read_results
-from test_campaign_env import PREFIX, hopscope, our_namespaces, stop_group, take_testbed_down
+from campaignkit import PREFIX, hopscope, our_namespaces, stop_group, take_testbed_down
 
 PAYLOAD = 458          # UDP payload bytes
 FRAME = PAYLOAD + 42   # + UDP 8, IPv4 20, Ethernet 14: what TBF counts on veth

@@ -1,10 +1,8 @@
 """The packet key recomputed in numpy (packetkey.py) against the reference in
-tests/bpf/keyhash.py, and the iperf3 counter search on flows built with known
+tests/helpers/keyhash.py, and the iperf3 counter search on flows built with known
 send times, waits and losses."""
 import ipaddress
-import os
 import struct
-import sys
 
 import numpy as np
 import pandas as pd
@@ -14,8 +12,7 @@ from hopscope.traffic.generators import iperf
 from hopscope.traffic import packetkey as pk
 from hopscope.traffic.truth import join_truth
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bpf"))
-from keyhash import key_hash as reference  # noqa: E402
+from keyhash import key_hash as reference
 
 SRC, DST = "198.18.1.2", "198.18.3.2"
 

@@ -4,7 +4,7 @@ lower bound, checked against the run's delays), the probes' mean (systematic),
 its spread (random) and what else it may hold. In the manner of
 the classic budgets of capture points (baseline, uncertainty), but from the
 run's own samples (record/probecost.py) and clock facts; the method and the
-references it was checked against are in docs/accuracy.md.
+references it was checked against are in evaluation/accuracy.md.
 """
 import math
 

@@ -37,7 +37,7 @@ HOLDS, FAILS, UNKNOWN = "holds", "does not hold", "cannot tell"
 
 # Modes and peaks at 50 ns: delays here are a few hundred ns, so the paper's
 # 1 µs bins would put all of d_p in one bin; 50 ns is a few times the probes'
-# own spread (±10-60 ns, docs/accuracy.md), so a bin is not the probes' noise.
+# own spread (±10-60 ns, evaluation/accuracy.md), so a bin is not the probes' noise.
 BIN_NS = 50
 # one repetition has no spread to hold against a tolerance
 MIN_REPETITIONS = 2

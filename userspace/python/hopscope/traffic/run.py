@@ -20,7 +20,7 @@ from .collect import collect
 from .counters import Counters
 from .generators import ditg, iperf
 from .result import RunError
-from .testbed import TESTBED, TestbedError, address, interface, layout, up_options
+from .testbed import Testbed, TestbedError, address, interface, layout, up_options
 
 FORMAT = "hopscope-run/1"
 READY_S = 10        # receivers and recorder must be ready within this
@@ -81,13 +81,11 @@ class _Run:
         return os.path.join(self.out, name)
 
     def testbed(self, *args):
-        env = dict(os.environ, HS_PREFIX=self.prefix)
-        r = subprocess.run([TESTBED, *args], env=env, capture_output=True, text=True)
-        with open(self.path("testbed.log"), "a") as f:
-            f.write(f"$ testbed.sh {' '.join(args)}\n{r.stdout}{r.stderr}")
-        if r.returncode != 0:
-            raise RunError(f"testbed.sh {' '.join(args)} failed: {r.stderr.strip()[-500:]}")
-        return r.stdout.strip()
+        """testbed.sh ARGS, logged in the run's testbed.log; RunError if it fails."""
+        try:
+            return Testbed(self.prefix, log=self.path("testbed.log")).run(*args).strip()
+        except TestbedError as e:
+            raise RunError(str(e)) from None
 
     def ns(self, role):
         return self.lay["namespaces"][role]

@@ -1,7 +1,10 @@
-"""The testbed's layout, as testbed/testbed.sh gives it: the one place its
-namespaces, interfaces, addresses and CPU plan are typed is that script, and
-everything under hopscope.traffic reads them from here.
+"""The testbed, driven through testbed/testbed.sh, and its layout: the one
+place its namespaces, interfaces, addresses and CPU plan are typed is that
+script; hopscope.traffic, the tests and the benches make and read theirs
+from here.
 
+    tb = Testbed("hs-").up("--mode", "inline")   # testbed.sh up, the router's CPU kept
+    tb.spawn("receiver", "iperf3", "-s")         # killed at tb.down()
     lay = layout(mode="inline")          # planned: `testbed.sh layout --json`
     lay["cpus"]["router"], lay["senders"], lay["interfaces"]["receiver"][0]["ipv4"]
     live = layout("hs-", live=True)      # the testbed up now: `testbed.sh status --json`
@@ -20,6 +23,59 @@ TESTBED = os.path.join(ROOT, "testbed", "testbed.sh")
 
 class TestbedError(Exception):
     """testbed.sh refused (bad options, not up, not healthy); the message says why."""
+
+
+class Testbed:
+    """One testbed on prefix. up() and run() raise TestbedError with
+    testbed.sh's message; down() also kills what spawn() started, and is
+    quiet where nothing is up. log: a file every command and its output is
+    appended to."""
+    __test__ = False  # not a test class, though test modules import it
+
+    def __init__(self, prefix="", log=None):
+        self.prefix, self.log = prefix, log
+        self.procs = []
+
+    def run(self, *args, check=True):
+        """testbed.sh ARGS; its stdout."""
+        r = subprocess.run([TESTBED, *args], env=dict(os.environ, HS_PREFIX=self.prefix),
+                           capture_output=True, text=True)
+        if self.log:
+            with open(self.log, "a") as f:
+                f.write(f"$ testbed.sh {' '.join(args)}\n{r.stdout}{r.stderr}")
+        if check and r.returncode != 0:
+            raise TestbedError(f"testbed.sh {' '.join(args)}: {_message(r)}")
+        return r.stdout
+
+    def up(self, *args, shield="router"):
+        """testbed.sh up ARGS; shield: the CPUs the testbed keeps its own
+        processes (this one's, and what it starts) off ("router", the
+        default: measurements want the router's CPU to the router;
+        "senders"; None or False: shared). No other task is moved."""
+        self.run("up", *args, *(["--shield", shield] if shield else []))
+        return self
+
+    def down(self):
+        for p in reversed(self.procs):
+            if p.poll() is None:
+                p.kill()
+            p.wait()
+        self.procs.clear()
+        self.run("down", check=False)
+
+    def spawn(self, name, *cmd, **kw):
+        """A background process in the namespace name (sender1, router, ...),
+        killed at down()."""
+        p = subprocess.Popen(["ip", "netns", "exec", self.prefix + name, *cmd],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, **kw)
+        self.procs.append(p)
+        return p
+
+
+def _message(r):
+    """testbed.sh's own message, without its "testbed.sh: " lead."""
+    msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
+    return msg.split(": ", 1)[1] if msg.startswith("testbed.sh: ") else msg
 
 
 def up_options(mode="rps", shape="none", sink=False, shield=False):
@@ -63,9 +119,7 @@ def _json(prefix, *args, check=False):
     r = subprocess.run([TESTBED, *args], env=dict(os.environ, HS_PREFIX=prefix),
                        capture_output=True, text=True)
     if r.returncode != 0 and (check or not r.stdout.strip()):
-        # testbed.sh's own message, without its "testbed.sh: " lead
-        msg = r.stderr.strip().splitlines()[-1] if r.stderr.strip() else f"exit {r.returncode}"
-        raise TestbedError(msg.split(": ", 1)[1] if msg.startswith("testbed.sh: ") else msg)
+        raise TestbedError(_message(r))
     return json.loads(r.stdout)
 
 

@@ -1,7 +1,7 @@
 """The kernel's own tracepoints as a reference for t1, t2 and t3, which no
 packet tap can see: perf (perf_event, not BPF, not hopscope's code) records,
 on CLOCK_MONOTONIC like hopscope, three events each forwarded packet meets in
-a known order (docs/accuracy.md, section "The kernel's own events"):
+a known order (evaluation/accuracy.md, section "The kernel's own events"):
 
     netif_receive_skb (r-s1)  <=  t1 (generic XDP runs right after it)
     t2 (PRE_ROUTING)  <=  fib_table_lookup (the input route)  <=  t3 (POST_ROUTING)

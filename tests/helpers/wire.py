@@ -12,7 +12,7 @@ time after the receive call, so on one clock, for every packet,
     tx ≤ t0 ≤ t1 ≤ ... ≤ t4 ≤ rx
 
 (the namespaces share the host's clocks; the recording's header gives
-CLOCK_MONOTONIC → REALTIME). docs/accuracy.md says what the numbers mean.
+CLOCK_MONOTONIC → REALTIME). evaluation/accuracy.md says what the numbers mean.
 """
 import os
 import subprocess
@@ -42,7 +42,7 @@ def ditg_stream(tb, tmp, name, gaps, count, size=200, send_cpu=0, recv_cpu=1, ni
     """One D-ITG UDP stream of `count` packets of `size` payload bytes from
     sender1 to the receiver; gaps: ITGSend's gap options (["-C", pps] for
     constant gaps). Returns its packet table (ditg.packet_table: tx_ns, rx_ns
-    CLOCK_REALTIME). tb: a conftest.Testbed that is up; ITGRecv runs under it
+    CLOCK_REALTIME). tb: a hopscope.traffic.testbed.Testbed that is up; ITGRecv runs under it
     and is stopped here. nice: ITGSend's weight against the other tasks on
     its CPU, its session's autogroup nice (with autogroups, a task's own nice
     weighs only inside its session); None: as it comes."""

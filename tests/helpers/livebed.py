@@ -11,7 +11,7 @@ import pytest
 import hopscope
 from hopscope.record.reader import RecordFile
 
-from conftest import HOPSCOPE, Recorder, sh, namespaced_testbed, wait_for
+from testlib import HOPSCOPE, Recorder, sh, namespaced_testbed, wait_for
 
 P = "hst-lv-"
 RX4, RX6 = "198.18.3.2", "2001:2:0:3::2"

@@ -1,13 +1,14 @@
-"""What the campaign and throughput tests share (no tests here): the CLI in a
-process group of its own, and the testbed prefix they use, cleaned up after."""
+"""What the campaign and throughput tests share: the CLI in a process group
+of its own, and the testbed prefix they use, cleaned up after."""
 import os
 import signal
 import subprocess
 import sys
 import time
 
+from hopscope.traffic.testbed import Testbed
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-TESTBED = os.path.join(ROOT, "testbed", "testbed.sh")
 PREFIX = "hst-cp-"
 
 
@@ -31,8 +32,7 @@ def stop_group(p, sig=signal.SIGKILL):
 
 
 def take_testbed_down():
-    subprocess.run([TESTBED, "down"], env=dict(os.environ, HS_PREFIX=PREFIX),
-                   capture_output=True, text=True)
+    Testbed(PREFIX).down()
 
 
 def our_namespaces():
