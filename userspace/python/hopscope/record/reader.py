@@ -12,6 +12,7 @@ counted, and named with where it is; a damaged header is refused.
 import json
 import mmap
 import os
+import re
 import stat
 import zlib
 from dataclasses import dataclass
@@ -331,18 +332,81 @@ class RecordFile:
 
 def _parse_json(raw, what, fail, notes):
     """The JSON text raw (bytes) as Python objects; fail(message) when it is not JSON.
-    Bytes that are not UTF-8 become U+FFFD (noted), never a refusal."""
+    Bytes that are not UTF-8 become U+FFFD (noted), never a refusal; so do
+    escaped lone surrogates (valid JSON, not characters: printing one raises).
+    Containers nested deeper than MAX_DEPTH are read as null (noted)."""
     try:
         text = raw.decode()
     except UnicodeDecodeError:
         text = raw.decode(errors="replace")
         notes.append(f"{what} holds bytes that are not UTF-8, read as U+FFFD")
     try:
-        return json.loads(text)
+        obj = json.loads(text)
     except RecursionError:
         fail(f"{what} is nested too deeply")
     except ValueError as e:  # JSONDecodeError; an integer of more than 4300 digits
         fail(f"{what} is not valid JSON ({e})")
+    # the walk below only where the text may need it: most files need neither
+    surrogates = _SURROGATE_ESCAPE.search(text) is not None
+    if (surrogates or _depth(raw) > MAX_DEPTH) and isinstance(obj, (dict, list)):
+        found = _clean(obj, surrogates)
+        if found["surrogates"]:
+            notes.append(f"{what} holds {found['surrogates']} strings with escaped lone "
+                         "surrogates (\\ud800-\\udfff, not characters), read as U+FFFD")
+        if found["deep"]:
+            notes.append(f"{what} nests containers more than {MAX_DEPTH} levels deep (first "
+                         f"under {found['deep']}): read as null")
+    return obj
+
+
+# Deeper than any part of the documented JSON; what lies below is no reader's
+# (an unknown key) and would only make copying and printing recurse
+MAX_DEPTH = 64
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+_OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
+def _depth(raw):
+    """How deep the containers of the JSON text raw (bytes, valid JSON) nest.
+    Escapes are read left to right: without its escaped backslashes, every
+    backslash before a quote escapes it, and the quotes left delimit strings."""
+    b = np.frombuffer(raw.replace(b"\\\\", b"").replace(b'\\"', b""), np.uint8)
+    inside = np.cumsum(b == ord('"'), dtype=np.int64) & 1
+    step = (np.isin(b, _OPEN).astype(np.int8) - np.isin(b, _CLOSE)) * (inside == 0)
+    return int(np.cumsum(step, dtype=np.int64).max(initial=0))
+
+
+def _clean(obj, surrogates):
+    """Replace lone surrogates in obj's strings (keys too, when surrogates)
+    with U+FFFD and containers below MAX_DEPTH with None, in place; what was
+    found."""
+    found = {"surrogates": 0, "deep": None}
+
+    def fix(v):
+        if surrogates and isinstance(v, str) and _SURROGATE.search(v):
+            found["surrogates"] += 1
+            return _SURROGATE.sub("\ufffd", v)
+        return v
+
+    todo = [(obj, 1, "the top")]
+    while todo:
+        node, depth, where = todo.pop()
+        if isinstance(node, dict):
+            if surrogates:
+                items = [(fix(k), fix(v)) for k, v in node.items()]
+                node.clear()
+                node.update(items)
+            keys = [k for k, v in node.items() if isinstance(v, (dict, list))]
+        else:
+            if surrogates:
+                node[:] = [fix(v) for v in node]
+            keys = [i for i, v in enumerate(node) if isinstance(v, (dict, list))]
+        for k in keys:
+            if depth >= MAX_DEPTH:
+                found["deep"] = found["deep"] or where
+                node[k] = None
+            else:
+                todo.append((node[k], depth + 1, repr(k) if depth == 1 else where))
+    return found
 
 
 # ---- the shapes of the JSON parts: what readers use, checked before it is used ----
