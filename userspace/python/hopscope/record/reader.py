@@ -335,6 +335,10 @@ def _parse_json(raw, what, fail, notes):
     Bytes that are not UTF-8 become U+FFFD (noted), never a refusal; so do
     escaped lone surrogates (valid JSON, not characters: printing one raises).
     Containers nested deeper than MAX_DEPTH are read as null (noted)."""
+    raw, cut = _cut_deep(raw)
+    if cut:
+        notes.append(f"{what} nests containers more than {MAX_DEPTH} levels deep "
+                     f"({len(cut)} places, the first at byte {cut[0]}): read as null")
     try:
         text = raw.decode()
     except UnicodeDecodeError:
@@ -346,66 +350,69 @@ def _parse_json(raw, what, fail, notes):
         fail(f"{what} is nested too deeply")
     except ValueError as e:  # JSONDecodeError; an integer of more than 4300 digits
         fail(f"{what} is not valid JSON ({e})")
-    # the walk below only where the text may need it: most files need neither
-    surrogates = _SURROGATE_ESCAPE.search(text) is not None
-    if (surrogates or _depth(raw) > MAX_DEPTH) and isinstance(obj, (dict, list)):
-        found = _clean(obj, surrogates)
-        if found["surrogates"]:
-            notes.append(f"{what} holds {found['surrogates']} strings with escaped lone "
-                         "surrogates (\\ud800-\\udfff, not characters), read as U+FFFD")
-        if found["deep"]:
-            notes.append(f"{what} nests containers more than {MAX_DEPTH} levels deep (first "
-                         f"under {found['deep']}): read as null")
+    if _SURROGATE_ESCAPE.search(text) and isinstance(obj, (dict, list)):
+        n = _replace_surrogates(obj)
+        if n:
+            notes.append(f"{what} holds {n} strings with escaped lone surrogates "
+                         "(\\ud800-\\udfff, not characters), read as U+FFFD")
     return obj
 
 
 # Deeper than any part of the documented JSON; what lies below is no reader's
-# (an unknown key) and would only make copying and printing recurse
+# (an unknown key) and would only make parsing, copying and printing recurse
 MAX_DEPTH = 64
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _SURROGATE = re.compile("[\ud800-\udfff]")
-_OPEN, _CLOSE = np.frombuffer(b"[{", np.uint8), np.frombuffer(b"]}", np.uint8)
-def _depth(raw):
-    """How deep the containers of the JSON text raw (bytes, valid JSON) nest.
-    Escapes are read left to right: without its escaped backslashes, every
-    backslash before a quote escapes it, and the quotes left delimit strings."""
-    b = np.frombuffer(raw.replace(b"\\\\", b"").replace(b'\\"', b""), np.uint8)
-    inside = np.cumsum(b == ord('"'), dtype=np.int64) & 1
-    step = (np.isin(b, _OPEN).astype(np.int8) - np.isin(b, _CLOSE)) * (inside == 0)
-    return int(np.cumsum(step, dtype=np.int64).max(initial=0))
 
 
-def _clean(obj, surrogates):
-    """Replace lone surrogates in obj's strings (keys too, when surrogates)
-    with U+FFFD and containers below MAX_DEPTH with None, in place; what was
-    found."""
-    found = {"surrogates": 0, "deep": None}
+def _cut_deep(raw):
+    """raw (JSON bytes) with every container below MAX_DEPTH replaced by null,
+    and the byte offsets where they were; raw itself when none is (or it is
+    not balanced JSON: the parse then says so). Escapes are read left to
+    right: once the escaped backslashes are masked, every backslash before a
+    quote escapes it, and the quotes left delimit the strings."""
+    b = np.frombuffer(raw.replace(b"\\\\", b"__").replace(b'\\"', b"__"), np.uint8)
+    outside = (np.cumsum(b == ord('"'), dtype=np.int64) & 1) == 0
+    opens = ((b == ord("[")) | (b == ord("{"))) & outside
+    closes = ((b == ord("]")) | (b == ord("}"))) & outside
+    depth = np.cumsum(opens.astype(np.int64) - closes)
+    starts = np.flatnonzero(opens & (depth == MAX_DEPTH + 1))
+    if not len(starts):
+        return raw, []
+    ends = np.flatnonzero(closes & (depth == MAX_DEPTH))
+    at = np.searchsorted(ends, starts)
+    if at[-1] >= len(ends):
+        return raw, []
+    parts, last = [], 0
+    for start, end in zip(starts, ends[at]):
+        parts += [raw[last:start], b"null"]
+        last = end + 1
+    return b"".join(parts + [raw[last:]]), starts.tolist()
+
+
+def _replace_surrogates(obj):
+    """Replace lone surrogates in the strings (keys too) of obj, in place, with
+    U+FFFD; how many strings had them."""
+    found = 0
 
     def fix(v):
-        if surrogates and isinstance(v, str) and _SURROGATE.search(v):
-            found["surrogates"] += 1
+        nonlocal found
+        if isinstance(v, str) and _SURROGATE.search(v):
+            found += 1
             return _SURROGATE.sub("\ufffd", v)
         return v
 
-    todo = [(obj, 1, "the top")]
+    todo = [obj]
     while todo:
-        node, depth, where = todo.pop()
+        node = todo.pop()
         if isinstance(node, dict):
-            if surrogates:
-                items = [(fix(k), fix(v)) for k, v in node.items()]
-                node.clear()
-                node.update(items)
-            keys = [k for k, v in node.items() if isinstance(v, (dict, list))]
+            items = [(fix(k), fix(v)) for k, v in node.items()]
+            node.clear()
+            node.update(items)
         else:
-            if surrogates:
-                node[:] = [fix(v) for v in node]
-            keys = [i for i, v in enumerate(node) if isinstance(v, (dict, list))]
-        for k in keys:
-            if depth >= MAX_DEPTH:
-                found["deep"] = found["deep"] or where
-                node[k] = None
-            else:
-                todo.append((node[k], depth + 1, repr(k) if depth == 1 else where))
+            node[:] = [fix(v) for v in node]
+        todo += [v for v in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(v, (dict, list))]
     return found
 
 
