@@ -134,17 +134,42 @@ def to_dataframe(rf):
     rf.problems.extend(problems)
     clock = clock_facts(rf.header)
     costs = probe_cost(rf.counters)
-    df.attrs.update(header=rf.header, trailer=rf.trailer, counters=rf.counters,
-                    truncated=rf.truncated, path=rf.path, problems=list(rf.problems),
-                    dropped_records=rf.dropped_records, notes=list(rf.notes),
-                    clock=clock, clock_problems=clock_problems(clock, rf.header),
-                    cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
-                    probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
-                    histograms=hist.series(rf.counters),
-                    hist_drops=hist.drops(rf.counters),
-                    sampling=sampling.summary(rf.header, rf.counters),
-                    calibration=None if why else cal)
+    attrs = dict(header=rf.header, trailer=rf.trailer, counters=rf.counters,
+                 truncated=rf.truncated, path=rf.path, problems=rf.problems,
+                 dropped_records=rf.dropped_records, notes=rf.notes,
+                 clock=clock, clock_problems=clock_problems(clock, rf.header),
+                 cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
+                 probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
+                 histograms=hist.series(rf.counters),
+                 hist_drops=hist.drops(rf.counters),
+                 sampling=sampling.summary(rf.header, rf.counters),
+                 calibration=None if why else cal)
+    df.attrs.update({k: _shared(v) for k, v in attrs.items()})
     return df
+
+
+class SharedDict(dict):
+    """A dict of df.attrs that pandas does not copy. pandas deep-copies
+    df.attrs into the result of every operation: with a header of megabytes
+    that took longer than the operation itself. Every frame made from a
+    loaded one shares these: change them on a copy of your own."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class SharedList(list):
+    """A list of df.attrs that pandas does not copy (SharedDict)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _shared(v):
+    """v as a value of df.attrs: a dict or a list shared, not copied."""
+    if isinstance(v, dict):
+        return SharedDict(v)
+    return SharedList(v) if isinstance(v, list) else v
 
 
 def probe_cost(counters):
