@@ -21,6 +21,7 @@ import numpy as np
 
 from . import format as fmt
 from . import hist, probecost, sampling
+from .invariants import Problem
 
 try:  # ISA-L's CRC-32 (the same zlib CRC) is about 4x faster: checked loads stay fast
     from isal.isal_zlib import crc32 as _crc32
@@ -86,6 +87,7 @@ class RecordFile:
         self.verify = verify
         self.records, self.snapshots, self.chunks, self.problems = [], [], [], []
         self.notes = []
+        self._records_seen = {}  # (CRC32, count, first record) -> its RECORDS chunk
         self.dropped_records = 0
         self.flows = np.zeros(0, dtype=fmt.FLOW_DTYPE)
         self.trailer = None
@@ -264,6 +266,14 @@ class RecordFile:
         """Keep one whole, intact chunk."""
         m = self._map
         if c.type == fmt.CHUNK_RECORDS:
+            # every record has its own seq: one chunk's CRC, count and first
+            # record again are that chunk repeated, whatever its index says
+            same = self._records_seen.setdefault(
+                (c.crc32, c.count, bytes(m[c.payload:c.payload + fmt.RECORD_SIZE])), c)
+            if same is not c:
+                self.problems.append(Problem(f"{c.describe()} repeats {same.describe()}: the "
+                                             "same records, left out", "chunks", c.count))
+                return
             self.records.append(np.frombuffer(m, fmt.RECORD_DTYPE, c.count, c.payload))
         elif c.type == fmt.CHUNK_FLOWS:
             flows.append(np.frombuffer(m, fmt.FLOW_DTYPE, c.count, c.payload))
@@ -425,6 +435,10 @@ def _int(v):
     return type(v) is int and -_U64 < v < _U64
 
 
+def _u64(v):
+    return type(v) is int and 0 <= v < _U64
+
+
 def _kind(v):
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean",
             int: "an integer", float: "a number", type(None): "null"}.get(type(v), "?")
@@ -506,10 +520,11 @@ def check_counters(obj):
             return f"{k!r} is {_kind(v)}, expected an object"
         for name, x in v.items():
             if name == "records_by_status":
-                if not isinstance(x, dict) or not all(_int(y) for y in x.values()):
-                    return f"{k}.{name} is not an object of integers"
-            elif (k == "counters" or name in _USERSPACE_INT) and not _int(x):
-                return f"{k}.{name} is {_kind(x)}, expected an integer"
+                if not isinstance(x, dict) or not all(_u64(y) for y in x.values()):
+                    return f"{k}.{name} is not an object of counts (integers 0 to 2^64-1)"
+            elif (k == "counters" or name in _USERSPACE_INT) and not _u64(x):
+                return (f"{k}.{name} is {_kind(x)} {str(x)[:40]}, expected a count "
+                        "(an integer 0 to 2^64-1)")
     ifaces = obj.get("ifaces")
     if ifaces is not None and (not isinstance(ifaces, dict) or not all(
             isinstance(v, dict) and v.get("state") in ("up", "down", "gone") and
