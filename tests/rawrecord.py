@@ -79,9 +79,10 @@ class Raw:
 
 
 def write(path, header, chunks):
-    """A version 2 file of these parts, as Raw reads them (header a dict, chunks
-    [kind, payload]), with every CRC and chunk index computed here."""
-    text = json.dumps(header).encode()
+    """A version 2 file of these parts, as Raw reads them (header a dict or its
+    JSON text, chunks [kind, payload]), with every CRC and chunk index computed
+    here."""
+    text = (header if isinstance(header, str) else json.dumps(header)).encode()
     text += b" " * (-len(text) % 8)
     fixed = struct.pack("<8s4I", b"HOPSCOPE", 2, 144, len(text), 0x01020304)
     out = [fixed, struct.pack("<2I", zlib.crc32(text, zlib.crc32(fixed)), 0), text]
