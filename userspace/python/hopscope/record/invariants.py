@@ -168,6 +168,8 @@ class Rules:
         self.tol = CROSS_CPU_NS + (res if type(res) is int and 0 < res < 10**9 else 0)
         self.check_if = bool(header.get("interfaces")) and len(if_lut) > 1
         self.family = np.append(rf.flows["family"], 0).astype(np.uint8)
+        families = set(self.family[:-1].tolist())
+        self.one_family = families.pop() if len(families) == 1 else None
         table = header.get("drop_reasons")
         self.reasons = None
         if isinstance(table, dict) and table:
@@ -175,32 +177,37 @@ class Rules:
                                            if k.isdigit() and isinstance(v, str) and
                                            v.removeprefix("SKB_") not in _NOT_DROPS), np.int64)
 
-    def block(self, tally, row0, col, zero, delays, codes, raw, family):
+    def block(self, tally, row0, col, zero, delays, codes, raw, family, scratch):
         """Apply every rule to one block of records: col their copied fields
         (segs as in the file), zero the stages not seen, delays and codes their
         columns, family their derived column, raw the records themselves (read
-        for a few rows only: a field of every record is a pass over all)."""
+        for a few rows only: a field of every record is a pass over all);
+        scratch a u64 array of the block's length."""
         seq = col["seq"]
         status = codes["status"]  # the value - 1: its code
         # a time read as negative makes its delays meaningless: counted once, as a time
-        sane = self._times(tally, row0, col, zero, seq)
+        sane = self._times(tally, row0, col, seq, scratch)
         for name, later, earlier in self.delay_defs:
             d = delays[name]
-            neg = d < 0
-            if neg.any():
+            if np.fmin.reduce(d) < 0:  # NaN (a stage not seen) left out
+                neg = d < 0
                 tally.add(f"order_{name}", (d < -self.tol) & sane, row0, seq)
                 if name == "transit":
                     tally.add("same_cpu", neg & sane & (col["cpu_in"] == col["cpu_out"]),
                               row0, seq)
-        comp = status == _COMPLETE - 1
-        tally.status[_COMPLETE - 1] += np.count_nonzero(comp)
-        tally.add("complete", (zero["t1"] | zero["t4"]) & comp, row0, seq)
+        # most records are complete: each rule of theirs is one pass over the
+        # block, its count less that of the other records (few) at rest
+        rest = np.flatnonzero(status != _COMPLETE - 1)
+        tally.status[_COMPLETE - 1] += len(status) - len(rest)
+        self._complete(tally, row0, "complete", zero["t1"] | zero["t4"], rest, status, seq)
         if self.check_if:
-            tally.add("in_if", codes["in_if"] < 0, row0, seq)
-            tally.add("out_if", (codes["out_if"] < 0) & comp, row0, seq)
+            if codes["in_if"].min() < 0:
+                tally.add("in_if", codes["in_if"] < 0, row0, seq)
+            self._complete(tally, row0, "out_if", codes["out_if"] < 0, rest, status, seq)
         else:
-            tally.add("leave", (col["out_ifindex"] == 0) & comp, row0, seq)
-        rest = np.flatnonzero(~comp & (status >= 0) & (status < len(fmt.STATUS_NAMES)))
+            self._complete(tally, row0, "leave", col["out_ifindex"] == 0, rest, status, seq)
+        known = status[rest]
+        rest = rest[(known >= 0) & (known < len(fmt.STATUS_NAMES))]
         if len(rest):
             tally.status += np.bincount(status[rest], minlength=256)
             self._not_complete(tally, row0, col, zero, raw, rest, status[rest] + 1, seq)
@@ -212,11 +219,7 @@ class Rules:
         if len(flagged):
             tally.add("t4_unseen", (status[flagged] != _INFLIGHT - 1) |
                       (col["flow"][flagged] == fmt.FLOW_NONE), row0, seq[flagged], flagged)
-        # the family of each record's flow: 0 for none, taken out when any differs
-        fam = np.take(self.family, col["flow"], mode="clip")
-        wrong = fam != family
-        if wrong.any() or np.take(_BAD_FLAGS, flags).any():
-            tally.add("family", (wrong & (fam != 0)) | np.take(_BAD_FLAGS, flags), row0, seq)
+        self._family(tally, row0, col["flow"], flags, family, seq)
         if self.off:
             # every OFF_SAMPLEth record: a pass over a field not copied costs
             # as much as copying it
@@ -225,12 +228,31 @@ class Rules:
                 rows = np.arange(0, len(raw), OFF_SAMPLE)
                 tally.add("stage_off", t.any(axis=1), row0, seq[rows], rows)
 
-    def _times(self, tally, row0, col, zero, seq):
+    @staticmethod
+    def _complete(tally, row0, key, mask, rest, status, seq):
+        """Count the complete records of mask (rest: the rows of the others)."""
+        if np.count_nonzero(mask) > np.count_nonzero(mask[rest]):
+            tally.add(key, mask & (status == _COMPLETE - 1), row0, seq)
+
+    def _family(self, tally, row0, flow, flags, family, seq):
+        bits = np.bitwise_or.reduce(flags)
+        if bits & (h.F_IPV6_EXT | h.F_IPOPTS):  # rare: the records that have either
+            rows = np.flatnonzero(flags & (h.F_IPV6_EXT | h.F_IPOPTS))
+            tally.add("family", _BAD_FLAGS[flags[rows]], row0, seq[rows], rows)
+        # most files' flows are of one family, and so are their records' flags
+        if self.one_family == 4 and not bits & h.F_IPV6 or \
+                self.one_family == 6 and (flags & h.F_IPV6).all():
+            return
+        fam = np.take(self.family, flow, mode="clip")  # 0: not in the flow table
+        tally.add("family", (fam != family) & (fam != 0), row0, seq)
+
+    def _times(self, tally, row0, col, seq, scratch):
         """Count the times out of bounds; True, or where no time is 2^63 or more."""
         # as unsigned, a time of 2^63 or more is past hi; 0 (not seen) - 1 is
-        # past every bound: two reductions per stage when every time is fine
+        # past every bound: a few reductions per stage when every time is fine
         lo, hi, one = np.uint64(self.lo), np.uint64(self.hi), np.uint64(1)
-        if all(u.max() <= hi and (u.min() >= lo or (u - one).min() >= lo - one)
+        if all(u.max() <= hi and (u.min() >= lo or
+                                  np.subtract(u, one, out=scratch).min() >= lo - one)
                for u in (col[t].view(np.uint64) for t in self.times)):
             return True
         high, before, after = (np.zeros(len(seq), bool) for _ in range(3))
@@ -256,9 +278,10 @@ class Rules:
         if not len(dropped):
             return
         at = rows[dropped]
-        last = np.zeros(len(at), np.int64)
-        for i, t in enumerate(fmt.STAGE_NAMES):
-            last[raw[t][at] != 0] = i
+        # the last stage with a time: one gather of their t[] (the first 8 u64)
+        seen = raw.view(np.uint64).reshape(len(raw), -1)[at, :len(fmt.STAGE_NAMES)] != 0
+        last = len(fmt.STAGE_NAMES) - 1 - np.argmax(seen[:, ::-1], axis=1)
+        last[~seen.any(axis=1)] = 0
         stage = raw["drop_stage"][at]
         # a stage past the known ones is counted apart (load.py)
         tally.add("drop_stage", (stage != last) & (stage < len(fmt.STAGE_NAMES)), row0,

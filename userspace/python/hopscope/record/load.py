@@ -263,6 +263,7 @@ class _Columns:
         status_f, stage_f = arr["status"], arr["drop_stage"]
         zero = {t: np.empty(min(BLOCK, len(arr)), bool) for t in self.times}
         either = np.empty(min(BLOCK, len(arr)), bool)
+        scratch = np.empty(min(BLOCK, len(arr)), np.uint64)
         for lo in range(0, len(arr), BLOCK):
             hi = min(lo + BLOCK, len(arr))
             k, sl = hi - lo, slice(pos + lo, pos + hi)
@@ -309,7 +310,7 @@ class _Columns:
                 self.rules.block(tally, pos + lo, col, {t: z[:k] for t, z in zero.items()},
                                  {name: self.delays[name][sl]
                                   for name, _, _ in self.delay_defs},
-                                 c, arr[lo:hi], family)
+                                 c, arr[lo:hi], family, scratch[:k])
             # the wire packets a record stands for: 0 in the file is one
             np.maximum(col["segs"], 1, out=col["segs"])
         return bad_stage, tally
