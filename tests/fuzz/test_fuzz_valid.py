@@ -7,7 +7,7 @@ docs/record-format.md ("The file's invariants"), not from the loader:
   order    a later stage before an earlier one by more than CPUs' clocks differ
   status   a status, flag or field the stages recorded rule out
   header   the header against the records and the file header
-  counts   END's counts against the rows
+  counts   END's and COUNTERS' counts against the rows
   chunks   a RECORDS chunk repeated
 and JSON that is odd but valid (lone surrogates, deep nesting): read with a
 note. Every mutation goes through hopscope.load and `verify` in this
@@ -36,7 +36,7 @@ from hopscope.record.synth import write_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import END, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
+from rawrecord import COUNTERS, END, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
 
 SEED = 29
 PER_CLASS = 10  # mutations per class and source file
@@ -165,9 +165,11 @@ def header_class(p, rng):
 
 def counts_class(p, rng):
     user, k = p.end["userspace"], p.end["counters"]
-    what = rng.choice(["by_status", "flows", "t4_unseen", "inflight", "kernel"])
+    what = rng.choice(["by_status", "snapshot", "flows", "t4_unseen", "inflight", "kernel"])
     n = rng.choice([1, 2, 1000, 2**64 - 1])
-    if what == "by_status":
+    if what == "snapshot":  # a COUNTERS chunk counts the records before it
+        user = rng.choice([c for kind, c in p.chunks if kind == COUNTERS])["userspace"]
+    if what in ("by_status", "snapshot"):
         status = rng.choice(sorted(user["records_by_status"]))
         old = user["records_by_status"][status]
         user["records_by_status"][status] = (old + n) % 2**64

@@ -24,7 +24,7 @@ from hopscope.record.synth import write_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import END, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
+from rawrecord import COUNTERS, END, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 T4_UNSEEN, IPV6 = 0x80, 0x01
@@ -336,3 +336,11 @@ def test_verify_false_opts_out_of_the_invariants(tmp_path, rec):
         warnings.simplefilter("error")
         df = hopscope.load(rec.write(tmp_path / "a.hsr"), verify=False)
     assert df["t1"].iloc[0] < 0
+
+
+def test_counters_snapshot_counts_against_the_rows_before_it(tmp_path):
+    rec = File(DATA / "competitive.hsr")
+    at = [k for k, (kind, _) in enumerate(rec.chunks) if kind == COUNTERS]
+    rec.chunks[at[1]][1]["userspace"]["records_by_status"]["dropped"] += 5
+    p = _one(_load(rec.write(tmp_path / "a.hsr"))[1], "counts", 5)
+    assert f"chunk {at[1]} (COUNTERS) at byte" in p and "says records_by_status.dropped" in p

@@ -290,12 +290,16 @@ class Rules:
             ok = np.isin(col["drop_reason"][at], self.reasons)
             tally.add("drop_reason", ~ok, row0, seq[dropped], at)
 
-def file_problems(rf, tally, flow_none):
-    """Problems of the file as a whole: the header JSON against the binary
-    header, the times of the COUNTERS and END chunks, and END's counts
-    against the rows (tally: every chunk's, merged; flow_none: the rows
-    without a flow)."""
-    out = []
+def problems(rf, tallies, flow_none):
+    """Every violation of the file's invariants: what the rules found in its
+    records (tallies: each RECORDS chunk's, in file order), then the file as
+    a whole: the header JSON against the binary header, the times of the
+    COUNTERS and END chunks, their counts against the rows (flow_none: the
+    rows without a flow)."""
+    tally = Tally()
+    for t in tallies:
+        tally.merge(t)
+    out = tally.problems()
     header = rf.header
     for key, binary in (("version", rf.version), ("record_size", fmt.RECORD_SIZE)):
         v = header.get(key)
@@ -311,7 +315,37 @@ def file_problems(rf, tally, flow_none):
                                f"start or the chunk before it ({last} ns)", "time"))
             break
         last = t if isinstance(t, int) else last
-    return out + _end_counts(rf, tally, flow_none)
+    return out + _snapshot_counts(rf, tallies) + _end_counts(rf, tally, flow_none)
+
+
+def _status_rows(status):
+    return {name: int(status[v - 1]) for name, v in fmt.STATUS.items()}
+
+
+def _snapshot_counts(rf, tallies):
+    """Each COUNTERS chunk's records_by_status against the records before it
+    (it is written right after them), up to the first that differs."""
+    if rf.dropped_records:
+        return []
+    status, records, chunks = np.zeros(256, np.int64), 0, iter(tallies)
+    snapshots = iter(rf.snapshots)
+    for c in rf.chunks:
+        if c.type == fmt.CHUNK_RECORDS:
+            status += next(chunks).status
+            records += c.count
+        elif c.type == fmt.CHUNK_COUNTERS:
+            user = next(snapshots).get("userspace") or {}
+            said = user.get("records_by_status") or {}
+            if user.get("records_not_stored") or user.get("records_written") != records:
+                continue
+            have = _status_rows(status)
+            wrong = [k for k, v in said.items() if k in have and v != have[k]]
+            if wrong:
+                k = wrong[0]
+                return [Problem(f"{c.describe()} says records_by_status.{k} {said[k]}, the "
+                                f"records before it give {have[k]}", "counts",
+                                abs(said[k] - have[k]))]
+    return []
 
 
 def _end_counts(rf, tally, flow_none):
@@ -323,7 +357,7 @@ def _end_counts(rf, tally, flow_none):
             or not isinstance(user.get("records_written"), int)
             or user["records_written"] != rf.n_records):
         return []
-    rows = {name: int(tally.status[v - 1]) for name, v in fmt.STATUS.items()}
+    rows = _status_rows(tally.status)
     header = rf.header
     # a flight dump's END holds the run's counters; --aggregate writes no records
     whole_run = "flight_dump" not in header and header.get("histograms") != "aggregate"

@@ -14,8 +14,8 @@ import pandas as pd
 
 from . import format as fmt
 from .format import DELAYS
-from . import calibration, hist, sampling
-from .invariants import Rules, Tally, file_problems
+from . import calibration, hist, invariants, sampling
+from .invariants import Rules, Tally
 from .probecost import check, delay_floors, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
@@ -104,9 +104,6 @@ def to_dataframe(rf):
     with ThreadPoolExecutor(min(THREADS, len(os.sched_getaffinity(0)))) as pool:
         filled = list(pool.map(cols.fill, rf.records, starts))
     bad_stage = sum(n for n, _ in filled)
-    tally = Tally()
-    for _, t in filled:
-        tally.merge(t)
 
     problems = []
     if not np.array_equal(rf.flows["id"], np.arange(len(rf.flows))):
@@ -120,7 +117,7 @@ def to_dataframe(rf):
         problems.append(f"{missing} records name a flow that is not in the FLOWS table "
                         "(their src and dst come from the records themselves)")
     if rf.verify:
-        problems += tally.problems() + file_problems(rf, tally, flow_none)
+        problems += invariants.problems(rf, [t for _, t in filled], flow_none)
 
     out = {t: cols.copied[t] for t in cols.times}
     out.update(cols.delays)
