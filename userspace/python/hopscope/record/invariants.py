@@ -52,14 +52,14 @@ _BAD_FLAGS = _flag_lut()
 # rule -> (class, what the count is of)
 RULES = {
     "time_high": ("time", "records have a time of 2^63 ns or more (read as negative)"),
-    "time_before": ("time", "records have a time more than 60 s before the run's start "
-                            "(start_monotonic_ns)"),
+    "time_before": ("time", f"records have a time more than {START_SLACK_NS // 10**9} s "
+                            "before the run's start (start_monotonic_ns)"),
     "time_after": ("time", "records have a time after the END chunk was written "
                            "(its monotonic_ns)"),
     "same_cpu": ("order", "records with t1 and t4 on one CPU have t4 before t1"),
     "complete": ("status", "complete records lack t1 or t4"),
-    "leave": ("status", "records have a t4 or an output interface and did not leave "
-                        "(status not complete or other_out), or other_out records lack one"),
+    "leave": ("status", "records have a t4 and an output interface other than their status "
+                        "says: both on complete and other_out records, neither on others"),
     "drop_stage": ("status", "dropped records have a drop stage that is not their last "
                              "stage with a time"),
     "drop_reason": ("status", "dropped records have a drop reason the header's drop_reasons "
@@ -82,7 +82,7 @@ RULES = {
 _DELAYS = {name: (later, earlier) for name, later, earlier in fmt.DELAYS}
 
 
-def rule(key):
+def _rule(key):
     """(class, what is counted) of a rule: RULES', or "order_" and a delay name"""
     if key in RULES:
         return RULES[key]
@@ -111,8 +111,8 @@ class Problem(str):
                 "message": str(self)}
 
 
-def record_problem(key, count, row, seq):
-    kind, what = rule(key)
+def _record_problem(key, count, row, seq):
+    kind, what = _rule(key)
     return Problem(f"{count} {what} (first: row {row}, seq {seq:#x})", kind, count, row, seq)
 
 
@@ -147,8 +147,8 @@ class Tally:
         self.t4_unseen += other.t4_unseen
 
     def problems(self):
-        return [record_problem(key, *v) for key, v in sorted(self.found.items(),
-                                                             key=lambda kv: kv[1][1])]
+        return [_record_problem(key, *v) for key, v in sorted(self.found.items(),
+                                                              key=lambda kv: kv[1][1])]
 
 
 class Rules:
@@ -289,6 +289,7 @@ class Rules:
         if self.reasons is not None:
             ok = np.isin(col["drop_reason"][at], self.reasons)
             tally.add("drop_reason", ~ok, row0, seq[dropped], at)
+
 
 def problems(rf, tallies, flow_none):
     """Every violation of the file's invariants: what the rules found in its
