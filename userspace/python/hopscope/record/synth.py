@@ -258,7 +258,8 @@ def probe_cost(**samples):
 def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65536,
                     rate_pps=200_000, drop_fraction=0.002, inflight=3, flows_per_sender=2,
                     max_flows=None, snapshot_every=4, end=True, truncate_bytes=0,
-                    corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None):
+                    corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None,
+                    start_mono=5_000_000_000_000):
     """Write an n-record file to path and return a Synthetic describing it.
 
     stages: enabled stage names (the core four are always there).
@@ -269,10 +270,10 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     corrupt_chunk=i overwrites the magic of the i-th chunk (file order);
     bad_crc_chunk=i flips a payload byte of the i-th chunk, leaving its CRC stale.
     probe_cost: the COUNTERS and END chunks' "probe_cost" object, as given.
+    start_mono: CLOCK_MONOTONIC at the start, ns (the machine's uptime).
     """
     stages = [s for s in fmt.STAGE_NAMES if s in set(stages) | set(fmt.CORE_STAGES)]
     rng = np.random.default_rng(seed)
-    start_mono = 5_000_000_000_000
     mono_to_real = 1_700_000_000_000_000_000
     header = _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender)
     records, flows = _records(n, rng, stages, start_mono, rate_pps, drop_fraction,
