@@ -180,7 +180,7 @@ def test_transit_below_zero_on_one_cpu(tmp_path, rec):
 @pytest.mark.parametrize("change, what", [
     ("complete_t4_0", "complete records lack t1 or t4"),
     ("complete_t1_0", "complete records lack t1 or t4"),
-    ("complete_t4_unseen", "the t4_unseen flag and are not inflight"),
+    ("complete_t4_unseen", "the t4_unseen flag and are not inflight or evicted"),
     ("dropped_t4", "a t4 and an output interface other than their status says"),
     ("dropped_out_if", "a t4 and an output interface other than their status says"),
     ("reason_0", "drop reason the header's drop_reasons does not name as a drop"),

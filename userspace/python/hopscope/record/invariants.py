@@ -32,6 +32,7 @@ OFF_SAMPLE = 16
 _COMPLETE = fmt.STATUS["complete"]
 _DROPPED = fmt.STATUS["dropped"]
 _INFLIGHT = fmt.STATUS["inflight"]
+_EVICTED = fmt.STATUS["evicted"]
 _OTHER_OUT = fmt.STATUS["other_out"]
 # statuses the kernel counts as it emits them (include/hopscope.h, kmod/counters.c)
 _COUNTED = ("complete", "dropped", "evicted", "other_out")
@@ -64,8 +65,8 @@ RULES = {
                              "stage with a time"),
     "drop_reason": ("status", "dropped records have a drop reason the header's drop_reasons "
                               "does not name as a drop"),
-    "t4_unseen": ("status", "records have the t4_unseen flag and are not inflight records "
-                            "of a flow"),
+    "t4_unseen": ("status", "records have the t4_unseen flag and are not inflight or "
+                            "evicted records of a flow"),
     "segs": ("status", f"records have segs above {MAX_SEGS}, more wire packets than one "
                        "merged packet holds"),
     "family": ("status", "records have an IPv6 flag other than their flow's family, or "
@@ -217,8 +218,9 @@ class Rules:
         flagged = np.flatnonzero(flags >= h.F_T4_UNSEEN)
         tally.t4_unseen += len(flagged)
         if len(flagged):
-            tally.add("t4_unseen", (status[flagged] != _INFLIGHT - 1) |
-                      (col["flow"][flagged] == fmt.FLOW_NONE), row0, seq[flagged], flagged)
+            judged = (status[flagged] == _INFLIGHT - 1) | (status[flagged] == _EVICTED - 1)
+            tally.add("t4_unseen", ~judged | (col["flow"][flagged] == fmt.FLOW_NONE),
+                      row0, seq[flagged], flagged)
         self._family(tally, row0, col["flow"], flags, family, seq)
         if self.off:
             # every OFF_SAMPLEth record: a pass over a field not copied costs
