@@ -4,6 +4,7 @@ import numpy as np
 from matplotlib import ticker
 
 from ..analysis.stats import STAGES, quantile_sorted
+from . import layout
 
 US = 1e-3
 STAGE_LABEL = {
@@ -40,12 +41,13 @@ def log_scale(ax, axis="y"):
     which.set_minor_formatter(_PlainLog(labelOnlyBase=False))
 
 
-def histogram(ax, h, label=None, log_x=False, step=True):
+def histogram(ax, h, label=None, log_x=False, step=True, note=True):
     """A relative-frequency histogram (hist.Histogram) as a step line, x in µs,
-    cut at SHOWN_QUANTILE of its mass (the cut is written on the axes)."""
+    cut at SHOWN_QUANTILE of its mass; the share beyond the cut, written on
+    the axes unless note is False (several on one axes: beyond())."""
     if not len(h.freq):
         ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
-        return
+        return 0.0
     cum = np.cumsum(h.freq)
     last = min(int(np.searchsorted(cum, SHOWN_QUANTILE)) + 1, len(h.freq))
     x = h.edges_ns[:last + 1] * US
@@ -60,10 +62,21 @@ def histogram(ax, h, label=None, log_x=False, step=True):
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel("delay (µs)")
     ax.set_ylabel("relative frequency")
-    beyond = 1 - cum[last - 1] + h.overflow / max(h.count, 1)
-    if beyond > 0:
-        ax.text(0.98, 0.95, f"{beyond:.2%} beyond the axis", ha="right", va="top",
-                transform=ax.transAxes, fontsize=8)
+    share = 1 - cum[last - 1] + h.overflow / max(h.count, 1)
+    if note:
+        beyond(ax, [(None, share)])
+    return share
+
+
+def beyond(ax, shares):
+    """The shares beyond the axis, [(label or None, share)], under the x
+    label: clear of the data; several wrapped to a quarter page's panel."""
+    def pct(share):
+        return "< 0.01%" if share < 0.0001 else f"{share:.2%}"
+    shown = [f"{label} {pct(s)}" if label else pct(s) for label, s in shares if s > 0]
+    if shown:
+        note = f"{ax.get_xlabel()}; beyond the axis: {', '.join(shown)}"
+        ax.set_xlabel("\n".join(layout.wrap(note, 10, layout.WIDTH / 2 - 80)))
 
 
 def stage_grid(fig, hists, title, log_x=False, labels=None):
@@ -71,9 +84,10 @@ def stage_grid(fig, hists, title, log_x=False, labels=None):
     (one per run or sender) overlaid with labels."""
     axes = fig.subplots(2, 2).ravel()
     for ax, stage in zip(axes, STAGES):
-        for i, hs in enumerate(hists):
-            if stage in hs:
-                histogram(ax, hs[stage], label=labels[i] if labels else None, log_x=log_x)
+        beyond(ax, [(labels[i] if labels and len(hists) > 1 else None,
+                     histogram(ax, hs[stage], label=labels[i] if labels else None,
+                               log_x=log_x, note=False))
+                    for i, hs in enumerate(hists) if stage in hs])
         ax.set_title(STAGE_LABEL[stage])
         if labels and len(labels) > 1:
             ax.legend(fontsize=8)
@@ -102,6 +116,12 @@ def counts_hist(ax, counts, label):
     f, _ = np.histogram(counts, edges)
     ax.stairs(f / len(counts), edges, label=label)
     ax.set_ylabel("relative frequency")
+
+
+def first_instant(df):
+    """The run's first t1, ns: its time axes start there."""
+    t1 = df["t1"].to_numpy()
+    return int(t1.min(where=t1 > 0, initial=np.iinfo(t1.dtype).max))  # no copy of the seen
 
 
 def occupancy_series(ax, q, t0, label):
@@ -195,16 +215,3 @@ def relative_hist(ax, values, bins, log=False):
     if log:
         log_scale(ax)
 
-
-def table(ax, rows, columns, title=None, fontsize=8, widths=None):
-    ax.axis("off")
-    if title:
-        ax.set_title(title, loc="left", fontsize=11)
-    if not rows:
-        ax.text(0, 0.9, "(none)", transform=ax.transAxes)
-        return
-    t = ax.table(cellText=rows, colLabels=columns, loc="upper left", cellLoc="right",
-                 colWidths=widths)
-    t.auto_set_font_size(False)
-    t.set_fontsize(fontsize)
-    t.scale(1, 1.3)
