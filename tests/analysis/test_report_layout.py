@@ -16,6 +16,12 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
+from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
+
+from hopscope.report import layout  # noqa: E402
+from hopscope.report.page import PAGE as SIZE, plt  # noqa: E402
+
 DATA = os.path.join(ROOT, "tests", "data")
 # a whole word beyond the edge still falls inside the widened page
 MARGIN = 99
@@ -54,7 +60,7 @@ def widened(pdf, out):
     return boxes
 
 
-def pages(pdf, tmp_path):
+def pages_of(pdf, tmp_path):
     """Per page: (its number, the words as (x0, y0, x1, y1, text) in points
     from the real page's top left, the page's width and height)."""
     wide = tmp_path / ("wide-" + pdf.name)
@@ -89,7 +95,7 @@ def overlaps(words):
 
 def problems(pdf, tmp_path):
     out = []
-    for n, words, w, h in pages(pdf, tmp_path):
+    for n, words, w, h in pages_of(pdf, tmp_path):
         assert words, f"page {n} has no text"
         for x0, y0, x1, y1, t in words:
             if x0 < -EPS or y0 < -EPS or x1 > w + EPS or y1 > h + EPS:
@@ -107,8 +113,6 @@ def reads(pdf, tmp_path):
 
 
 def test_the_checks_see_overlaps_and_words_off_the_page(tmp_path):
-    from hopscope.report.page import PAGE as SIZE, plt
-    from matplotlib.backends.backend_pdf import PdfPages
     pdf = tmp_path / "bad.pdf"
     with PdfPages(pdf) as out:
         f = plt.figure(figsize=SIZE)
@@ -122,6 +126,43 @@ def test_the_checks_see_overlaps_and_words_off_the_page(tmp_path):
     assert "'overprinted' at" in found and "'twice' at" in found
     # words pdftotext would throw away on the page as it is
     assert "'right' at" in found and "'wholly' at" in found
+
+
+def test_a_long_table_goes_on_over_pages_under_its_header(tmp_path):
+    rows = [[f"row{i}", "some words " * (i % 7), str(i * 1000)] for i in range(120)]
+    pdf = tmp_path / "long.pdf"
+    with PdfPages(pdf) as out:
+        pages = layout.Pages(out, "a long table")
+        pages.add(layout.Text("before it"))
+        pages.add(layout.Table(rows, ["name", "text", "number"], "the table"))
+        pages.add(layout.Text("after it"))
+        n = pages.close()
+    assert n > 1
+    reads(pdf, tmp_path)
+    found = list(pages_of(pdf, tmp_path))
+    assert len(found) == n
+    names = []
+    for number, words, _, _ in found:
+        texts = [w[4] for w in words]
+        assert "name" in texts and "number" in texts, f"page {number} has no header"
+        assert ("(continued)" in texts) == (number > 1)
+        names += [t for t in texts if t.startswith("row")]
+    assert names == [f"row{i}" for i in range(120)]  # each once, in order
+    assert "after" in [w[4] for w in found[-1][1]]
+
+
+def test_a_table_wider_than_the_page_wraps_its_text(tmp_path):
+    long = " ".join(f"word{i}" for i in range(200))
+    t = layout.Table([["a", long, "1.00"], ["b", "short", "22.00"]], ["key", "text", "value"],
+                     width=500)
+    assert t.width <= 500 and t.size == 8  # wrapped, not shrunk
+    assert len(t.cells[0][1]) > 1 and t.row_heights[0] > t.row_heights[1]
+    pdf = tmp_path / "wide.pdf"
+    with PdfPages(pdf) as out:
+        pages = layout.Pages(out, "a wide table")
+        pages.add(t)
+        pages.close()
+    reads(pdf, tmp_path)
 
 
 def test_the_demos_report_reads(tmp_path):

@@ -1,10 +1,11 @@
 """The report's figures, one function per kind, each drawing into axes it is
 given. Times arrive in ns and are shown in µs; frequencies are relative."""
+import textwrap
+
 import numpy as np
 from matplotlib import ticker
 
 from ..analysis.stats import STAGES, quantile_sorted
-from . import layout
 
 US = 1e-3
 STAGE_LABEL = {
@@ -17,6 +18,9 @@ STAGE_LABEL = {
 TOS_LABEL = {4: "sender1 (TOS 4)", 5: "sender2 (TOS 5)"}
 # most of a long tail is empty bins: show up to this quantile, say what is beyond
 SHOWN_QUANTILE = 0.999
+# characters of a note under a quarter page's panel (report/layout.py
+# measures text, but it sets matplotlib's backend: not for notebooks)
+NOTE_CHARS = 64
 # points per time series: enough for a printed page, never millions
 SERIES_BINS = 400
 
@@ -76,7 +80,7 @@ def beyond(ax, shares):
     shown = [f"{label} {pct(s)}" if label else pct(s) for label, s in shares if s > 0]
     if shown:
         note = f"{ax.get_xlabel()}; beyond the axis: {', '.join(shown)}"
-        ax.set_xlabel("\n".join(layout.wrap(note, 10, layout.WIDTH / 2 - 80)))
+        ax.set_xlabel("\n".join(textwrap.wrap(note, NOTE_CHARS)))
 
 
 def stage_grid(fig, hists, title, log_x=False, labels=None):

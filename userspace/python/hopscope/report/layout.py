@@ -1,9 +1,10 @@
 """Text and tables laid out in points from a corner, not in fractions of an
 axes whose size the layout decides later: a table is as wide as its cells
-(each column as its widest cell, its header wrapped to that), narrowed to
-the page by wrapping its longest text column, then by a smaller font; text
-is wrapped to the page. `Pages` puts such blocks one below the other and
-goes on to a new page, a table's header repeated, when one is full."""
+(each column as its widest cell or header), narrowed to the page by
+wrapping its headers, then its longest text columns, then by a smaller
+font; text is wrapped to the page. `Pages` puts such blocks one below the
+other and goes on to a new page, a table's header repeated, when one is
+full."""
 import re
 from functools import lru_cache
 
@@ -140,8 +141,10 @@ class Table:
         for i in sorted(range(len(widths)), key=lambda i: -widths[i]):
             if self.right[i]:
                 continue
+            # as narrow as its longest word, but not under a quarter of the
+            # table where there is more to say: a column of a word a line reads badly
             least = max(words[i], widest(w for r in self.rows for w in r[i].split(" ")),
-                        widths[i] / 4)
+                        min(widths[i], width / 4))
             give = min(excess, widths[i] - least)
             if give > 0:
                 widths[i] -= give
@@ -211,28 +214,32 @@ class Pages:
         self.ax = f.add_axes((0, 0, 1, 1))
         self.ax.axis("off")
         head = Text(self.title + (" (continued)" if self.pages else ""), 14, gap=8)
-        self.y = head.draw(self.ax, MARGIN, MARGIN)
+        self.y = self.top = head.draw(self.ax, MARGIN, MARGIN)
+
+    def space(self, points):
+        self.y += points
 
     def add(self, block):
+        """Draws block below the last, on a new page if it does not fit
+        (a table: its rows that do not, under its header again)."""
         if self.ax is None:
             self._new()
         if not isinstance(block, Table):
-            if self.y + block.height > HEIGHT - MARGIN:
+            if self.y + block.height > HEIGHT - MARGIN and self.y > self.top:
                 self._new()
             self.y = block.draw(self.ax, MARGIN, self.y)
             return
         start = 0
-        while True:
+        while start < len(block.rows):
             n = block.fitting(start, HEIGHT - MARGIN - self.y)
-            if n == 0 and start < len(block.rows):
+            if not n and self.y > self.top:  # not a row here: on the next page
                 self._new()
                 n = block.fitting(start, HEIGHT - MARGIN - self.y)
-            self.y = block.draw(self.ax, MARGIN, self.y, slice(start, start + max(n, 1)))
-            start += max(n, 1)
-            if start >= len(block.rows):
-                break
-            self._new()
-        self.y += 8
+            n = max(n, 1)  # a row taller than a page: as it is
+            self.y = block.draw(self.ax, MARGIN, self.y, slice(start, start + n)) + 8
+            start += n
+            if start < len(block.rows):
+                self._new()
 
     def close(self):
         """Writes the page drawn; returns the pages written."""

@@ -154,10 +154,10 @@ def _summary(pdf, label, df, a):
     out = layout.Pages(pdf, f"hopscope report — {label}")
     for line in lines:
         out.add(layout.Text(line, gap=1))
+    out.space(10)
     if not a.complete:
         out.add(layout.Text("No complete packets in this run: no delays to show.", 12, gap=0))
         return out.close()
-    out.add(layout.Text("", gap=6))
     out.add(layout.Table(_stat_rows(a.stats), STAT_HEADER,
                          "all packets: the delays of the complete ones, µs (p50 = RFC 8219 "
                          "typical, p99.9 = worst case; neg/miss: negative or missing delays, "
