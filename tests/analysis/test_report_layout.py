@@ -19,7 +19,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
 from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
 
-from hopscope.report import layout  # noqa: E402
+from hopscope.report import figures as fig, layout  # noqa: E402
 from hopscope.report.page import PAGE as SIZE, plt  # noqa: E402
 
 DATA = os.path.join(ROOT, "tests", "data")
@@ -163,6 +163,22 @@ def test_a_table_wider_than_the_page_wraps_its_text(tmp_path):
         pages.add(t)
         pages.close()
     reads(pdf, tmp_path)
+
+
+def test_a_short_log_axis_keeps_its_labels_apart(tmp_path):
+    # as the demo's series of d_p, 0.15 to 6 µs, on panels a little shorter:
+    # matplotlib labels 0.2, 0.3, 0.4, 0.6, 1, 2, 3, 4 and 6 there
+    pdf = tmp_path / "log.pdf"
+    with PdfPages(pdf) as out:
+        f = plt.figure(figsize=SIZE, layout="constrained")
+        for ax in f.subplots(4, 1):
+            ax.plot([10, 20], [0.15, 6])
+            fig.log_scale(ax)
+        out.savefig(f)
+        plt.close(f)
+    reads(pdf, tmp_path)
+    labels = [w[4] for _, words, _, _ in pages_of(pdf, tmp_path) for w in words]
+    assert [labels.count(x) for x in ("0.2", "1", "2")] == [4, 4, 4]
 
 
 def test_the_demos_report_reads(tmp_path):

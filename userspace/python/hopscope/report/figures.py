@@ -30,9 +30,16 @@ def tos_label(tos):
 
 
 class _PlainLog(ticker.LogFormatter):
-    """The ticks matplotlib's log formatter labels, labelled %g (0.5, 20, 1e+06)."""
+    """The ticks matplotlib's log formatter labels, labelled %g (0.5, 20,
+    1e+06); on an axis of more than 0.4 decades only 1, 2 and 5 times a
+    power of ten: matplotlib's 2, 3, 4 and 6 run into each other on a
+    short one (a panel of three on a page)."""
     def __call__(self, x, pos=None):
-        return f"{x:g}" if super().__call__(x, pos) else ""
+        if not super().__call__(x, pos):
+            return ""
+        lo, hi = sorted(self.axis.get_view_interval())
+        mantissa = round(x / 10 ** np.floor(np.log10(x)), 6)
+        return "" if mantissa not in (1, 2, 5) and hi > lo * 10 ** 0.4 else f"{x:g}"
 
 
 def log_scale(ax, axis="y"):
