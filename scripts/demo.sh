@@ -75,6 +75,6 @@ print(f"{STAGES[top]} was long from {long.min() * BIN_NS / 1e9:.2f} s to "
 print(f"{p50.index[0]}'s packets waited there longest: median {p50.iloc[0] / 1e3:.2f} µs, "
       + ", ".join(f"{n}'s {v / 1e3:.2f} µs" for n, v in p50.iloc[1:].items()))
 PY
-build/hopscope report "$RUN/run.hsr" -o "$OUT/demo.pdf"
+build/hopscope report "$RUN/run.hsr" --labels demo -o "$OUT/demo.pdf"
 echo "demo: run folder $RUN (record file run.hsr, generator logs, truth.parquet, metadata.json)"
 echo "demo: report $OUT/demo.pdf"
