@@ -15,13 +15,13 @@ import shutil
 import subprocess
 import sys
 
+import pytest
+from matplotlib.backends.backend_pdf import PdfPages
+
+from hopscope.report import figures as fig, layout
+from hopscope.report.page import PAGE as SIZE, plt
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "userspace", "python"))
-from matplotlib.backends.backend_pdf import PdfPages  # noqa: E402
-
-from hopscope.report import figures as fig, layout  # noqa: E402
-from hopscope.report.page import PAGE as SIZE, plt  # noqa: E402
-
 DATA = os.path.join(ROOT, "tests", "data")
 # a whole word beyond the edge still falls inside the widened page
 MARGIN = 99
@@ -181,6 +181,7 @@ def test_a_short_log_axis_keeps_its_labels_apart(tmp_path):
     assert [labels.count(x) for x in ("0.2", "1", "2")] == [4, 4, 4]
 
 
+@pytest.mark.slow  # a whole report drawn
 def test_the_demos_report_reads(tmp_path):
     # a demo-like run (two senders and a bottleneck) under a long file name:
     # the label every title of the run carries
@@ -189,6 +190,7 @@ def test_the_demos_report_reads(tmp_path):
     reads(report(tmp_path / "demo.pdf", run), tmp_path)
 
 
+@pytest.mark.slow  # a whole report of two runs drawn
 def test_a_multi_run_report_reads(tmp_path):
     reads(report(tmp_path / "runs.pdf", *(os.path.join(DATA, f) for f in
                                           ("single.hsr", "competitive.hsr")),
