@@ -12,10 +12,10 @@ from hopscope.record import synth
 
 pytestmark = pytest.mark.slow  # whole reports drawn
 
-# summary, error budget, linear and log histograms, senders, queues, coffee
-# breaks by arrival and their sweep (report/coffee.py),
+# summary, error budget, linear and log histograms, senders (linear and log),
+# queues, coffee breaks by arrival and their sweep (report/coffee.py),
 # series, output side
-PAGES_ONE_RUN = 10
+PAGES_ONE_RUN = 11
 
 
 def report(*args):

@@ -62,7 +62,7 @@ def test_forked_pages_are_the_serial_pages_in_order(run, tmp_path):
     jobs = pdf.jobs(runs)
     serial, parallel = tmp_path / "serial.pdf", tmp_path / "forked.pdf"
     n = forked.write(serial, jobs, processes=1)
-    assert forked.write(parallel, jobs, processes=2) == n == 2 + 2 * 10
+    assert forked.write(parallel, jobs, processes=2) == n == 2 + 2 * 11
     want = pages_drawn(serial, tmp_path)
     assert len(want) == n and len(set(want)) == n  # every page its own
     assert pages_drawn(parallel, tmp_path) == want

@@ -30,6 +30,7 @@ class Analysis:
     histograms: dict                # stage -> hist.Histogram (linear, resolution_ns)
     log_histograms: dict            # stage -> Histogram (log-spaced bins)
     histograms_by_tos: dict         # tos -> stage -> Histogram (linear); every TOS seen
+    log_histograms_by_tos: dict     # tos -> stage -> Histogram (log-spaced bins)
     delta_pr: np.ndarray            # Δpr, ns
     delta_o: np.ndarray             # Δo, ns
     input_queue: QueueSeries        # exact occupancy t1 <= t < t2
@@ -69,7 +70,7 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
         outq, outp = start(_queue, "output"), start(_departures, "output")
         inq, inp = start(_queue, "input"), start(_departures, "input")
         complete = int((df["status"] == "complete").sum())  # while the steps run
-        stats, stats_by_tos, hists, log_hists, hists_by_tos = delays.result()
+        stats, stats_by_tos, hists, log_hists, hists_by_tos, log_by_tos = delays.result()
         (delta_pr, input_paper), (delta_o, output_paper) = inp.result(), outp.result()
         (inq, inq_hist), (outq, outq_hist), every = inq.result(), outq.result(), every.result()
         breaks = at_least(every, min_break_ns)
@@ -78,6 +79,7 @@ def analyse(df, resolution_ns=1000, min_break_ns=None):
             packets=len(df), complete=complete,
             stats=stats, stats_by_tos=stats_by_tos,
             histograms=hists, log_histograms=log_hists, histograms_by_tos=hists_by_tos,
+            log_histograms_by_tos=log_by_tos,
             delta_pr=delta_pr, delta_o=delta_o,
             input_queue=inq, output_queue=outq,
             input_queue_hist=inq_hist, output_queue_hist=outq_hist,
@@ -108,16 +110,21 @@ def _departures(df, queue):
 
 def _delays(df, resolution_ns):
     """(stats, stats by TOS, {stage: Histogram}, {stage: log Histogram},
-    {tos: {stage: Histogram}}) from one sort per sender and stage: all
+    {tos: {stage: Histogram}}, {tos: {stage: log Histogram}}) from one sort
+    per sender and stage: all
     packets' delays are the senders' merged, not sorted again. A stage at
     a time, its values let go before the next stage's are gathered: one
     stage's values in memory at once, not every stage's."""
-    by_tos_rows, overall_rows, hists, log_hists, hists_by_tos = [], [], {}, {}, {}
+    by_tos_rows, overall_rows, hists, log_hists = [], [], {}, {}
+    hists_by_tos, log_by_tos = {}, {}
     for stage, groups in zip(STAGES, delays_by_stage(df, "tos", STAGES)):
         for d in groups:
             by_tos_rows.append(d.key + (stage,) + describe(d))
-            hists_by_tos.setdefault(int(d.key[0]), {})[stage] = relative_histogram(
+            tos = int(d.key[0])
+            hists_by_tos.setdefault(tos, {})[stage] = relative_histogram(
                 d.values, resolution_ns, sorted_finite=True)
+            log_by_tos.setdefault(tos, {})[stage] = relative_histogram(
+                d.values, 1, log=True, sorted_finite=True)
         d = merged(stage, groups)
         del groups
         hists[stage] = relative_histogram(d.values, resolution_ns, sorted_finite=True)
@@ -126,4 +133,4 @@ def _delays(df, resolution_ns):
         overall_rows.append((stage,) + describe(d))
         del d  # before the next stage's values are gathered
     return (table(df, None, overall_rows), table(df, "tos", by_tos_rows), hists, log_hists,
-            hists_by_tos)
+            hists_by_tos, log_by_tos)

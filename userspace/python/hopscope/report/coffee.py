@@ -16,9 +16,10 @@ import numpy as np
 from ..analysis import coffee
 from ..analysis.queues import (QueueSeries, interval_mask, stage_interval, step_count,
                                time_weighted_hist)
-from . import figures as fig
+from . import figures as fig, layout
 
 PAPER_MODE = 390  # packets: Fig. 7c's peak
+MAX_POINTS = 20000  # breaks drawn one by one at most: the rest thinned evenly
 
 
 def found(df, a):
@@ -62,12 +63,13 @@ def arrivals(f, label, df, a, found, table):
     chosen = _default_rows(table)
     default = a.coffee_breaks.attrs["arrival"]
     user_min = a.min_break_ns != chosen.loc[default, "min_ns"]
-    rows, kept = [], {}
+    rows, kept, queues = [], {}, {}
     for arrival, (every, *_) in found.items():
         # from t1 the analysis has it; from t0 the backlog joins the queue
         q = (a.input_queue if arrival == "t1" else
              QueueSeries(*step_count(*stage_interval(df, arrival, "t2")[:2])))
         n, frac = a.input_queue_hist if arrival == "t1" else time_weighted_hist(q)
+        queues[arrival] = q
         least = a.min_break_ns if user_min else int(chosen.loc[arrival, "min_ns"])
         if arrival == default:  # the analysis kept them, at this very least
             breaks, gaps = a.coffee_breaks, a.coffee_interoccurrence
@@ -75,7 +77,7 @@ def arrivals(f, label, df, a, found, table):
             breaks = coffee.at_least(every, least)
             gaps = coffee.interoccurrence(breaks)
         st = coffee.interoccurrence_stats(gaps)
-        kept[arrival] = breaks, gaps, st  # the table's, and the figures'
+        kept[arrival] = breaks, gaps, st, every, least  # the table's, and the figures'
         p = wait_quantiles(df, arrival, complete, a)
         floor = table[(table["arrival"] == arrival) & (table["rule"] == "idle floor")
                       & (table["quantile"] == coffee.IDLE_QUANTILE)]["floor_ns"].iloc[0]
@@ -84,50 +86,90 @@ def arrivals(f, label, df, a, found, table):
                      str(int(q.n.max()) if len(q.n) else 0), _us(least),
                      str(len(breaks)), _n(st["mode"]), _n(st["median"]),
                      _n(st["mean"])])
-    layout = [["table"] * (len(found) + 1), [f"gaps {x}" for x in found] + ["durations"]]
-    axd = f.subplot_mosaic(layout, height_ratios=[0.8, 2])
     rule = ("--min-break-us" if user_min else
             "one arrival gap (the mean time between two arrivals: a shorter break is over "
             f"before the next packet comes), at least {coffee.DEFAULT_MIN_NS / 1000:g} µs")
-    fig.table(axd["table"], rows, ["arrival", "wait p50", "p99", "p99.9",
-                                   f"idle p{coffee.IDLE_QUANTILE * 100:g}",
-                                   "queue mean", "max", "min break", "breaks", "mode", "median",
-                                   "mean"],
-              "the input queue from each arrival to t2: wait (µs), size (packets, "
-              "time-weighted); its coffee breaks, interoccurrence in packets",
-              widths=[0.3, 0.06, 0.06, 0.06, 0.07, 0.07, 0.04, 0.07, 0.05, 0.06, 0.06, 0.06])
-    axd["table"].text(0, 0.05, f"Breaks counted: at least {rule}.\nMode: the paper's statistic "
-                      f"(Sec. IV-D: a new break \"very likely\" after about {PAPER_MODE} "
-                      f"packets), from {coffee.MODE_BIN_PACKETS}-packet bins.",
-                      fontsize=9, transform=axd["table"].transAxes, in_layout=False)
-    for arrival, (b, gaps, st) in kept.items():
+    title = layout.Text(f"{label}: coffee breaks, the input queue joined at t0 or at t1 (the "
+                        f"default here: breaks from {default}; d_iq and the queue pages from "
+                        "t1)", 13, gap=6)
+    table = layout.Table(rows, ["arrival", "wait p50", "p99", "p99.9",
+                                f"idle p{coffee.IDLE_QUANTILE * 100:g}", "queue mean", "max",
+                                "min break", "breaks", "mode", "median", "mean"],
+                         "the input queue from each arrival to t2: wait (µs), size (packets, "
+                         "time-weighted); its coffee breaks, interoccurrence in packets")
+    note = layout.Text(f"Breaks counted: at least {rule}. Mode: the paper's statistic (Sec. "
+                       f"IV-D: a new break \"very likely\" after about {PAPER_MODE} packets), "
+                       f"from {coffee.MODE_BIN_PACKETS}-packet bins.")
+    plots, ax = layout.strip(f, title.height + table.height() + note.height + 2 * layout.MARGIN,
+                             top=True)
+    y = title.draw(ax, layout.MARGIN, layout.MARGIN)
+    note.draw(ax, layout.MARGIN, table.draw(ax, layout.MARGIN, y) + layout.PAD)
+    axd = plots.subplot_mosaic([[f"gaps {x}" for x in found] + ["durations"],
+                                ["queue"] * len(found) + ["when"]])
+    start = fig.first_instant(df)
+    for i, (arrival, (b, gaps, st, every, least)) in enumerate(kept.items()):
         ax = axd[f"gaps {arrival}"]
         fig.counts_hist(ax, gaps, None)
         if st["count"]:
             ax.axvline(st["mode"], color="C1", lw=1, label=f"mode {st['mode']}")
         ax.axvline(PAPER_MODE, color="C2", lw=1, ls=":", label=f"the paper: ~{PAPER_MODE}")
         ax.legend(fontsize=8)
-        ax.set_xlabel("packets that left the input queue between two breaks")
+        ax.set_xlabel("packets between two breaks")
         ax.set_title(f"interoccurrence from {arrival} (cf. Fig. 7c)", fontsize=10)
-        d = b["duration_ns"].to_numpy() / 1000
+        # every break of at least 1 µs, the line at the shortest counted:
+        # what a run without breaks that long had instead
+        every = every[every["duration_ns"] >= coffee.DEFAULT_MIN_NS]
+        d = every["duration_ns"].to_numpy() / 1000
+        color = f"C{i}"
         if len(d):
             edges = np.geomspace(d.min(), d.max() * 1.001, 40)
             counts, _ = np.histogram(d, edges)
-            axd["durations"].stairs(counts / len(d), edges, label=f"from {arrival}")
+            axd["durations"].stairs(counts / len(d), edges, color=color,
+                                    label=f"from {arrival}")
+            t = (every["start_ns"].to_numpy() - start) * 1e-9
+            counted = d >= least / 1000
+            step = max(1, -(-int((~counted).sum()) // MAX_POINTS))
+            axd["when"].plot(t[~counted][::step], d[~counted][::step], ".", ms=2, color=color,
+                             alpha=0.3, label=f"from {arrival}, shorter"
+                             + (f" (1 in {step})" if step > 1 else ""))
+            axd["when"].plot(t[counted], d[counted], "o", ms=3, color=color,
+                             label=f"from {arrival}, counted ({int(counted.sum())})")
+        axd["durations"].axvline(least / 1000, color=color, lw=0.8, ls="--",
+                                 label=f"shortest counted from {arrival}")
+        axd["when"].axhline(least / 1000, color=color, lw=0.8, ls="--")
+        fig.occupancy_series(axd["queue"], queues[arrival], start, f"from {arrival}")
     ax = axd["durations"]
     fig.log_scale(ax, "x")
     ax.set_xlabel("break duration (µs)")
     ax.set_ylabel("relative frequency")
-    ax.set_title("durations", fontsize=10)
-    if any(len(b) for b, _, _ in kept.values()):
-        ax.legend(fontsize=8)
-    f.suptitle(f"{label}: coffee breaks, the input queue joined at t0 or at t1\n(the default "
-               f"here: breaks from {default}; d_iq and the queue pages from t1)")
+    ax.set_title(f"durations, every break ≥ {coffee.DEFAULT_MIN_NS / 1000:g} µs", fontsize=10)
+    axd["queue"].set_title("the input queue over time: where the breaks leave packets waiting",
+                           fontsize=10)
+    axd["queue"].legend(fontsize=8)
+    ax_w = axd["when"]
+    ax_w.set_xlim(axd["queue"].get_xlim())
+    fig.log_scale(ax_w)
+    ax_w.set_xlabel("time since the first packet (s)")
+    ax_w.set_ylabel("break duration (µs)")
+    ax_w.set_title("when the breaks came", fontsize=10)
+    ax.legend(fontsize=7)
+    if len(ax_w.lines) > len(kept):  # a break drawn, beside the dashed lines
+        ax_w.legend(fontsize=7)
 
 
 def sweep(f, label, table):
-    ax_b, ax_m, ax_t = f.subplot_mosaic([["breaks", "stats"], ["table", "table"]],
-                                        height_ratios=[1, 1.3]).values()
+    rows = [[r.arrival, f"idle p{r.quantile * 100:g}" if r.rule == "idle floor" else r.rule,
+             "yes" if r.judged else "", _us(r.floor_ns), _us(r.min_ns), str(r.breaks),
+             str(r.shorter), _us(r.total_ns), _n(r.mode), _n(r.median), _n(r.mean)]
+            for r in table.itertuples()]
+    shown = layout.Table(layout.once(rows), ["arrival", "threshold", "judged", "idle floor", "min (µs)",
+                            "breaks", "shorter", "total (µs)", "mode", "median", "mean"],
+                     f"every threshold, at least {coffee.DEFAULT_MIN_NS / 1000:g} µs (an idle "
+                     f"floor needs {coffee.IDLE_TAIL_PACKETS} idle waits above it); judged: "
+                     "fixed before looking, the paper's claim is judged at each", size=7)
+    plots, ax_t = layout.strip(f, shown.height() + 2 * layout.PAD)
+    shown.draw(ax_t, layout.MARGIN)
+    ax_b, ax_m = plots.subplots(1, 2)
     for i, (arrival, t) in enumerate(table.groupby("arrival", sort=False)):
         fixed, floor = t[t["rule"] == "fixed"], t[t["rule"] == "idle floor"]
         color = f"C{i}"
@@ -148,14 +190,5 @@ def sweep(f, label, table):
         ax.set_ylabel(what)
         ax.legend(fontsize=7)
     fig.log_scale(ax_m)
-    rows = [[r.arrival, f"idle p{r.quantile * 100:g}" if r.rule == "idle floor" else r.rule,
-             "yes" if r.judged else "", _us(r.floor_ns), _us(r.min_ns), str(r.breaks),
-             str(r.shorter), _us(r.total_ns), _n(r.mode), _n(r.median), _n(r.mean)]
-            for r in table.itertuples()]
-    fig.table(ax_t, rows, ["arrival", "threshold", "judged", "idle floor", "min (µs)",
-                           "breaks", "shorter", "total (µs)", "mode", "median", "mean"],
-              f"every threshold, at least {coffee.DEFAULT_MIN_NS / 1000:g} µs (an idle floor "
-              f"needs {coffee.IDLE_TAIL_PACKETS} idle waits above it); judged: fixed before "
-              "looking, the paper's claim is judged at each", fontsize=7)
     f.suptitle(f"{label}: coffee breaks against the shortest break counted "
                "(the default: one arrival gap)")

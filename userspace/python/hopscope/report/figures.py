@@ -1,5 +1,7 @@
 """The report's figures, one function per kind, each drawing into axes it is
 given. Times arrive in ns and are shown in µs; frequencies are relative."""
+import textwrap
+
 import numpy as np
 from matplotlib import ticker
 
@@ -16,6 +18,9 @@ STAGE_LABEL = {
 TOS_LABEL = {4: "sender1 (TOS 4)", 5: "sender2 (TOS 5)"}
 # most of a long tail is empty bins: show up to this quantile, say what is beyond
 SHOWN_QUANTILE = 0.999
+# characters of a note under a quarter page's panel (report/layout.py
+# measures text, but it sets matplotlib's backend: not for notebooks)
+NOTE_CHARS = 64
 # points per time series: enough for a printed page, never millions
 SERIES_BINS = 400
 
@@ -25,9 +30,16 @@ def tos_label(tos):
 
 
 class _PlainLog(ticker.LogFormatter):
-    """The ticks matplotlib's log formatter labels, labelled %g (0.5, 20, 1e+06)."""
+    """The ticks matplotlib's log formatter labels, labelled %g (0.5, 20,
+    1e+06); on an axis of more than 0.4 decades only 1, 2 and 5 times a
+    power of ten: matplotlib's 2, 3, 4 and 6 run into each other on a
+    short one (a panel of three on a page)."""
     def __call__(self, x, pos=None):
-        return f"{x:g}" if super().__call__(x, pos) else ""
+        if not super().__call__(x, pos):
+            return ""
+        lo, hi = sorted(self.axis.get_view_interval())
+        mantissa = round(x / 10 ** np.floor(np.log10(x)), 6)
+        return "" if mantissa not in (1, 2, 5) and hi > lo * 10 ** 0.4 else f"{x:g}"
 
 
 def log_scale(ax, axis="y"):
@@ -40,12 +52,13 @@ def log_scale(ax, axis="y"):
     which.set_minor_formatter(_PlainLog(labelOnlyBase=False))
 
 
-def histogram(ax, h, label=None, log_x=False, step=True):
+def histogram(ax, h, label=None, log_x=False, step=True, note=True):
     """A relative-frequency histogram (hist.Histogram) as a step line, x in µs,
-    cut at SHOWN_QUANTILE of its mass (the cut is written on the axes)."""
+    cut at SHOWN_QUANTILE of its mass; the share beyond the cut, written on
+    the axes unless note is False (several on one axes: beyond())."""
     if not len(h.freq):
         ax.text(0.5, 0.5, "no values", ha="center", va="center", transform=ax.transAxes)
-        return
+        return 0.0
     cum = np.cumsum(h.freq)
     last = min(int(np.searchsorted(cum, SHOWN_QUANTILE)) + 1, len(h.freq))
     x = h.edges_ns[:last + 1] * US
@@ -60,10 +73,21 @@ def histogram(ax, h, label=None, log_x=False, step=True):
         ax.xaxis.set_minor_formatter(ticker.NullFormatter())
     ax.set_xlabel("delay (µs)")
     ax.set_ylabel("relative frequency")
-    beyond = 1 - cum[last - 1] + h.overflow / max(h.count, 1)
-    if beyond > 0:
-        ax.text(0.98, 0.95, f"{beyond:.2%} beyond the axis", ha="right", va="top",
-                transform=ax.transAxes, fontsize=8)
+    share = 1 - cum[last - 1] + h.overflow / max(h.count, 1)
+    if note:
+        beyond(ax, [(None, share)])
+    return share
+
+
+def beyond(ax, shares):
+    """The shares beyond the axis, [(label or None, share)], under the x
+    label: clear of the data; several wrapped to a quarter page's panel."""
+    def pct(share):
+        return "< 0.01%" if share < 0.0001 else f"{share:.2%}"
+    shown = [f"{label} {pct(s)}" if label else pct(s) for label, s in shares if s > 0]
+    if shown:
+        note = f"{ax.get_xlabel()}; beyond the axis: {', '.join(shown)}"
+        ax.set_xlabel("\n".join(textwrap.wrap(note, NOTE_CHARS)))
 
 
 def stage_grid(fig, hists, title, log_x=False, labels=None):
@@ -71,9 +95,10 @@ def stage_grid(fig, hists, title, log_x=False, labels=None):
     (one per run or sender) overlaid with labels."""
     axes = fig.subplots(2, 2).ravel()
     for ax, stage in zip(axes, STAGES):
-        for i, hs in enumerate(hists):
-            if stage in hs:
-                histogram(ax, hs[stage], label=labels[i] if labels else None, log_x=log_x)
+        beyond(ax, [(labels[i] if labels and len(hists) > 1 else None,
+                     histogram(ax, hs[stage], label=labels[i] if labels else None,
+                               log_x=log_x, note=False))
+                    for i, hs in enumerate(hists) if stage in hs])
         ax.set_title(STAGE_LABEL[stage])
         if labels and len(labels) > 1:
             ax.legend(fontsize=8)
@@ -102,6 +127,12 @@ def counts_hist(ax, counts, label):
     f, _ = np.histogram(counts, edges)
     ax.stairs(f / len(counts), edges, label=label)
     ax.set_ylabel("relative frequency")
+
+
+def first_instant(df):
+    """The run's first t1, ns: its time axes start there."""
+    t1 = df["t1"].to_numpy()
+    return int(t1.min(where=t1 > 0, initial=np.iinfo(t1.dtype).max))  # no copy of the seen
 
 
 def occupancy_series(ax, q, t0, label):
@@ -195,16 +226,3 @@ def relative_hist(ax, values, bins, log=False):
     if log:
         log_scale(ax)
 
-
-def table(ax, rows, columns, title=None, fontsize=8, widths=None):
-    ax.axis("off")
-    if title:
-        ax.set_title(title, loc="left", fontsize=11)
-    if not rows:
-        ax.text(0, 0.9, "(none)", transform=ax.transAxes)
-        return
-    t = ax.table(cellText=rows, colLabels=columns, loc="upper left", cellLoc="right",
-                 colWidths=widths)
-    t.auto_set_font_size(False)
-    t.set_fontsize(fontsize)
-    t.scale(1, 1.3)

@@ -11,14 +11,16 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import budget
+from ..analysis.coffee import recorded_arrivals
 from ..analysis.run import analyse
 from ..analysis.stats import STAGES, stage_stats
 from ..record.hooks import hooks
 from ..record.load import load
-from . import coffee, forked
+from . import coffee, forked, layout
 from . import figures as fig
 from .page import PAGE, plt
 
+LOG_QUEUE = 10  # packets: a queue this long gets a log axis for its histogram
 MAX_US = 1e9  # a µs option beyond 1000 s of delay is a typing error
 STAT_COLUMNS = ("count", "min", "p50", "p90", "p99", "p99_9", "max", "mean", "std")
 
@@ -77,17 +79,19 @@ def jobs(runs):
     def page(what, draw, *args):
         out.append((what, _page, (draw, *args)))
     if len(runs) > 1:
-        page("the comparison", _comparison, runs)
+        out.append(("the comparison", _comparison, (runs,)))
         page("the overlay", _overlay, runs)
     for label, df, a in runs:
-        page(f"{label}'s summary", _summary, label, df, a)
-        page(f"{label}'s error budget", _budget, label, df, a)
+        # text and tables: as many pages as they take
+        out.append((f"{label}'s summary", _summary, (label, df, a)))
+        out.append((f"{label}'s error budget", _budget, (label, df, a)))
         if not a.complete:
             continue
         page(f"{label}'s histograms", _histograms, label, a, False)
         page(f"{label}'s log histograms", _histograms, label, a, True)
         if len(a.histograms_by_tos) > 1:
-            page(f"{label}'s senders", _senders, label, a)
+            page(f"{label}'s senders", _senders, label, a, False)
+            page(f"{label}'s senders, log", _senders, label, a, True)
         page(f"{label}'s queues", _queues, label, df, a)
         # one job of two pages: the breaks and the sweep both show are found
         # in the worker that draws them, beside the other pages
@@ -126,7 +130,11 @@ def _stat_rows(stats, key_columns=()):
     return rows
 
 
-def _summary(f, label, df, a):
+STAT_HEADER = (["stage", "count"] + [c.replace("_", ".") for c in STAT_COLUMNS[1:]]
+               + ["neg/miss"])
+
+
+def _summary(pdf, label, df, a):
     h = df.attrs.get("header") or {}
     k = h.get("kernel") or {}
     ifs = ", ".join(f"{i['name']} ({i['role']}, {i.get('driver')}, xdp {i.get('xdp_mode')})"
@@ -143,27 +151,28 @@ def _summary(f, label, df, a):
     ]
     if df.attrs.get("problems"):
         lines.append("file problems: " + "; ".join(map(str, df.attrs["problems"])))
-    ax_text, ax_all, ax_tos = f.subplots(3, 1, height_ratios=[1.1, 1.3, 2.6])
-    ax_text.axis("off")
-    ax_text.set_title(f"hopscope report — {label}", loc="left", fontsize=14)
-    ax_text.text(0, 0.85, "\n".join(lines), va="top", fontsize=9, transform=ax_text.transAxes)
-    cols = ["stage", "count"] + [f"{c} (µs)" for c in STAT_COLUMNS[1:]] + ["neg/miss"]
+    out = layout.Pages(pdf, f"hopscope report — {label}")
+    for line in lines:
+        out.add(layout.Text(line, gap=1))
+    out.space(10)
     if not a.complete:
-        ax_all.axis("off")
-        ax_all.text(0, 0.8, "No complete packets in this run: no delays to show.",
-                    fontsize=12, transform=ax_all.transAxes)
-        ax_tos.axis("off")
-        return
-    fig.table(ax_all, _stat_rows(a.stats), cols,
-              "all packets (complete ones; p50 = RFC 8219 typical, p99.9 = worst case)")
-    fig.table(ax_tos, _stat_rows(a.stats_by_tos, ("tos",)), ["sender"] + cols, "per sender")
+        out.add(layout.Text("No complete packets in this run: no delays to show.", 12, gap=0))
+        return out.close()
+    out.add(layout.Table(_stat_rows(a.stats), STAT_HEADER,
+                         "all packets: the delays of the complete ones, µs (p50 = RFC 8219 "
+                         "typical, p99.9 = worst case; neg/miss: negative or missing delays, "
+                         "errors)", size=9))
+    out.add(layout.Table(layout.once(_stat_rows(a.stats_by_tos, ("tos",))),
+                         ["sender"] + STAT_HEADER,
+                         "per sender (µs)", size=9))
+    return out.close()
 
 
 def _opt_us(v):
     return "—" if v is None else f"{v / 1000:.3f}"
 
 
-def _budget(f, label, df, a):
+def _budget(pdf, label, df, a):
     """Each delay beside its probe floor and uncertainty; each instant's hook,
     clock, and the probe time spent on the packet before it."""
     rows = []
@@ -179,33 +188,31 @@ def _budget(f, label, df, a):
                      _opt_us(r["p99_floor_ns"]), _opt_us(r["uncertainty_ns"]),
                      _opt_us(r["calibrated_ns"]), str(r["cross_cpu"]),
                      _opt_us(r["idle"]["p50_ns"]) if r["idle"] else "—"])
-    ax_d, ax_i, ax_t = f.subplots(3, 1, height_ratios=[2.2, 2.2, 1])
-    fig.table(ax_d, rows, ["delay", "span", "probes inside", "p50 (µs)", "p99 (µs)",
-                           "probe floor", "probe mean", "spread (sd)", "p99 floor ≤",
-                           "uncertainty ±", "calibrated", "cross-CPU", "idle p50"],
-              f"error budget — {label}: every delay with the probes' share of it (µs)",
-              widths=[0.06, 0.08, 0.17, 0.06, 0.06, 0.07, 0.07, 0.07, 0.07, 0.08, 0.07, 0.06,
-                      0.06])
+    out = layout.Pages(pdf, f"error budget — {label}")
+    out.add(layout.Table(rows, ["delay", "span", "probes inside", "p50", "p99", "probe floor",
+                                "probe mean", "spread (sd)", "p99 floor ≤", "uncertainty ±",
+                                "calibrated", "cross-CPU", "idle p50"],
+                         "every delay with the probes' share of it (µs)"))
     irows = [[r["instant"], r["hook"], r["clock"], _opt_us(r["baseline_ns"]),
               _opt_us(r["uncertainty_ns"])] for r in budget.instants(df)]
-    fig.table(ax_i, irows, ["instant", "hook (stamped as the probe starts)", "clock",
-                            "probe time before it (µs)", "uncertainty ± (µs)"],
-              "where each instant is taken", widths=[0.08, 0.26, 0.34, 0.15, 0.13])
-    ax_t.axis("off")
+    out.add(layout.Table(irows, ["instant", "hook (stamped as the probe starts)", "clock",
+                                 "probe time before it (µs)", "uncertainty ± (µs)"],
+                         "where each instant is taken"))
     pc = df.attrs.get("probe_cost")
-    note = ("No probe cost samples in this file (--floor, a kernel module older than ABI 2, "
-            "or a file written before them): the floor is unknown here." if not pc else
-            f"Probe floor: the probes' time inside the delay that all but 1 % of "
-            f"{max(c['samples'] for c in pc.values())} sampled packets of this run exceed, "
-            "so the delays may fall below it no more often; probe mean: what they add on "
-            "average; spread: its standard deviation. Not in them: the hooks' calls into the "
-            "probes. "
-            "Uncertainty: the spread with the clock's resolution at both ends. Records "
-            "whose ends ran on two CPUs also hold the TSC offset between them. Idle p50: "
-            "the delay of the packets that found the router idle (probes and kernel). "
-            "Method and ground truth: docs/accuracy.md."
-            + "".join(f" BROKEN: {b}." for b in map(budget.floor_broken, delays) if b))
-    ax_t.text(0, 0.9, note, va="top", wrap=True, fontsize=9, transform=ax_t.transAxes)
+    out.add(layout.Text(
+        "No probe cost samples in this file (--floor, a kernel module older than ABI 2, "
+        "or a file written before them): the floor is unknown here." if not pc else
+        f"Probe floor: the probes' time inside the delay that all but 1 % of "
+        f"{max(c['samples'] for c in pc.values())} sampled packets of this run exceed, "
+        "so the delays may fall below it no more often; probe mean: what they add on "
+        "average; spread: its standard deviation. Not in them: the hooks' calls into the "
+        "probes. "
+        "Uncertainty: the spread with the clock's resolution at both ends. Records "
+        "whose ends ran on two CPUs also hold the TSC offset between them. Idle p50: "
+        "the delay of the packets that found the router idle (probes and kernel). "
+        "Method and ground truth: docs/accuracy.md."
+        + "".join(f" BROKEN: {b}." for b in map(budget.floor_broken, delays) if b)))
+    return out.close()
 
 
 def _histograms(f, label, a, log_x):
@@ -214,16 +221,18 @@ def _histograms(f, label, a, log_x):
                    f"{label}: relative frequency of each stage's delay ({scale})", log_x=log_x)
 
 
-def _senders(f, label, a):
-    toses = sorted(a.histograms_by_tos)
-    fig.stage_grid(f, [a.histograms_by_tos[t] for t in toses],
-                   f"{label}: competitive traffic, per sender ({a.resolution_ns / 1000:g} µs bins)",
+def _senders(f, label, a, log_x):
+    by_tos = a.log_histograms_by_tos if log_x else a.histograms_by_tos
+    toses = sorted(by_tos)
+    scale = "log-spaced bins" if log_x else f"{a.resolution_ns / 1000:g} µs bins"
+    fig.stage_grid(f, [by_tos[t] for t in toses],
+                   f"{label}: competitive traffic, per sender ({scale})", log_x=log_x,
                    labels=[fig.tos_label(t) for t in toses])
 
 
 def _queues(f, label, df, a):
     axes = f.subplots(2, 2)
-    t0 = _first_t1(df)
+    t0 = fig.first_instant(df)
     for col, (name, q, (vals, w), est) in enumerate((
             ("input queue (t1 ≤ t < t2)", a.input_queue, a.input_queue_hist, a.input_queue_paper),
             ("output queue (t3 ≤ t < t4)", a.output_queue, a.output_queue_hist,
@@ -232,21 +241,19 @@ def _queues(f, label, df, a):
         fig.queue_hist(ax, vals, w, "exact: fraction of time")
         fig.counts_hist(ax, est, "paper's estimate: arrivals per inter-arrival")
         ax.set_title(name + (f" — {q.open} open, a lower bound" if q.open else ""))
+        if len(vals) and vals.max() >= LOG_QUEUE:
+            fig.log_scale(ax)  # the time it was long, beside the time it was empty
         ax.legend(fontsize=8)
         fig.occupancy_series(axes[1, col], q, t0, name)
         axes[1, col].set_title(f"{name} over time")
-    f.suptitle(f"{label}: queue sizes")
-
-
-def _first_t1(df):
-    t1 = df["t1"].to_numpy()
-    return int(t1.min(where=t1 > 0, initial=np.iinfo(t1.dtype).max))  # no copy of the seen
+    f.suptitle(f"{label}: queue sizes" + (" (the input backlog, from t0: the coffee-break page)"
+                                          if "t0" in recorded_arrivals(df) else ""))
 
 
 def _series(f, label, df):
     axes = f.subplots(3, 1, sharex=True)
     complete = (df["status"] == "complete").to_numpy()
-    rows, bounds, mid = fig.time_bins(df["t1"].to_numpy(), complete, _first_t1(df))
+    rows, bounds, mid = fig.time_bins(df["t1"].to_numpy(), complete, fig.first_instant(df))
     del complete
     us = np.empty(len(rows))  # one buffer for the three delays: fresh memory is slow
     for ax, stage in zip(axes, STAGES[:3]):
@@ -255,15 +262,27 @@ def _series(f, label, df):
         fig.delay_series(ax, mid, us, bounds, stage)
         ax.set_title(fig.STAGE_LABEL[stage])
         ax.legend(fontsize=8, loc="upper right")
+        ax.label_outer()  # the time axis labelled once, under the last
     f.suptitle(f"{label}: delays over time (per time bin: median and 99th percentile)")
 
 
 def _output_side(f, label, a):
-    axd = f.subplot_mosaic([["busy", "min"], ["loss", "loss"]], height_ratios=[1, 1.2])
-    ax_b, ax_m, ax_l = axd["busy"], axd["min"], axd["loss"]
+    loss = a.loss[a.loss["packets"].fillna(0) > 0]
+    rows = [[r.source, "" if pd.isna(r.stage) else str(r.stage), r.what,
+             "" if pd.isna(r.drop_reason) else f"{r.reason} ({r.drop_reason})", str(r.packets)]
+            for r in loss.itertuples()]
+    table = layout.Table(rows, ["source", "stage", "what", "drop reason", "packets"],
+                         "losses (router drops apart from the tracer's own)")
+    plots, ax_l = layout.strip(f, table.height() + 2 * layout.PAD)
+    table.draw(ax_l, layout.MARGIN)
+    ax_b, ax_m = plots.subplots(1, 2)
     bp = a.busy_periods
     if len(bp):
-        fig.relative_hist(ax_b, bp["duration_ns"].to_numpy() / 1000, 50, log=True)
+        d = bp["duration_ns"].to_numpy() / 1000
+        # from a packet's service time to a queue's seconds: log-spaced bins
+        fig.relative_hist(ax_b, d, np.geomspace(max(d.min(), 0.01), d.max() * 1.001, 50),
+                          log=True)
+        fig.log_scale(ax_b, "x")
     ax_b.set_xlabel("busy period (µs)")
     ax_b.set_ylabel("relative frequency")
     ax_b.set_title(f"output busy periods ({len(bp)})")
@@ -272,13 +291,6 @@ def _output_side(f, label, a):
     ax_m.set_xlabel("IP length (bytes)")
     ax_m.set_ylabel("minimum transit (µs)")
     ax_m.set_title("minimum transit vs size (service time)")
-    loss = a.loss[a.loss["packets"].fillna(0) > 0]
-    rows = [[r.source, "" if pd.isna(r.stage) else str(r.stage), r.what,
-             "" if pd.isna(r.drop_reason) else f"{r.reason} ({r.drop_reason})", str(r.packets)]
-            for r in loss.itertuples()]
-    fig.table(ax_l, rows, ["source", "stage", "what", "drop reason", "packets"],
-              "losses (router drops apart from the tracer's own)", fontsize=8,
-              widths=[0.08, 0.06, 0.5, 0.2, 0.1])
     f.suptitle(f"{label}: output side and losses")
 
 
@@ -287,13 +299,13 @@ def _overlay(f, runs):
                    labels=[label for label, _, _ in runs])
 
 
-def _comparison(f, runs):
-    ax = f.subplots(1, 1)
+def _comparison(pdf, runs):
     rows = []
     for label, _, a in runs:
         for _, r in a.stats.iterrows():
             rows.append([label, r["stage"], f"{int(r['count'])}"] +
                         [_us(r[c]) for c in ("p50", "p90", "p99", "p99_9", "max")])
-    fig.table(ax, rows, ["run", "stage", "count", "p50 (µs)", "p90", "p99", "p99.9", "max"],
-              "runs side by side")
-    f.suptitle("hopscope report: " + ", ".join(label for label, _, _ in runs))
+    out = layout.Pages(pdf, "hopscope report: " + ", ".join(label for label, _, _ in runs))
+    out.add(layout.Table(layout.once(rows), ["run", "stage", "count", "p50", "p90", "p99", "p99.9", "max"],
+                         "runs side by side (µs)"))
+    return out.close()
