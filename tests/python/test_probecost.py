@@ -3,6 +3,9 @@ against numpy on the samples they were made from, each delay's floor (a lower
 bound) and mean from the stages inside it, the run's delays checked against
 the floor, and files whose probe_cost is malformed refused."""
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pandas as pd
@@ -18,6 +21,7 @@ from hopscope.record.reader import RecordFileError
 from hopscope.record.synth import probe_cost, write_synthetic
 
 BUCKET = h.COST_BUCKET_NS
+PACKAGE = os.path.dirname(os.path.dirname(hopscope.__file__))
 
 
 RNG = np.random.default_rng(7)
@@ -189,7 +193,15 @@ def test_describe_and_the_budget_say_a_broken_floor(tmp_path):
     p = tmp_path / "broken.hsr"
     slow = RNG.normal(5000, 50, 300).round()
     write_synthetic(p, 2000, probe_cost=probe_cost(t1=slow, t2=slow, t3=slow, t4=T4))
-    df = hopscope.load(p)
+    # a file that breaks what it says of itself: load warns, verify fails
+    with pytest.warns(hopscope.RecordFileWarning, match="d_iq: .* below its probe floor"):
+        df = hopscope.load(p)
+    floor = [x for x in df.attrs["problems"] if getattr(x, "kind", None) == "floor"]
+    assert {x.split(":")[0] for x in floor} == {"d_iq", "d_p", "d_oq", "transit"}
+    assert floor[0].row == 0 and floor[0].count > 0
+    r = subprocess.run([sys.executable, "-m", "hopscope", "verify", str(p)], capture_output=True,
+                       text=True, env=dict(os.environ, PYTHONPATH=PACKAGE))
+    assert r.returncode == 1 and "below its probe floor" in r.stdout + r.stderr, r
     rows = {r["delay"]: r for r in budget.delays(df)}
     assert not rows["d_iq"]["check"]["ok"]
     assert "BROKEN" in budget.floor_note(rows["d_iq"])

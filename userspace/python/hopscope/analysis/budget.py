@@ -13,7 +13,7 @@ import numpy as np
 from ..record.format import DELAYS, STAGE_NAMES
 from ..record.hooks import hooks
 from ..record.calibration import calibrated_floor
-from ..record.probecost import delay_stages, floor_check, sampled
+from ..record.probecost import delay_stages, sampled
 from .calibration import idle_delays
 
 # below this many sampled packets a floor is said to rest on few
@@ -89,7 +89,7 @@ def delays(df):
                      "floor_ns": f["floor_ns"] if f else None,
                      "mean_ns": f["mean_ns"] if f else None,
                      "spread_ns": f["spread_ns"] if f else None,
-                     "check": f and floor_check(_present(df[col].to_numpy()[complete]), f),
+                     "check": f and f.get("check"),
                      "sampled_excess_ns": f and _excess(df[col].to_numpy(), complete, picked),
                      "p99_floor_ns": f["p99_ns"] if f else None,
                      "samples": f["samples"] if f else 0,
@@ -113,7 +113,8 @@ def _excess(v, complete, picked):
 
 def floor_broken(row):
     """"d_iq: 12.0 % of 3000 delays below its probe floor 0.98 µs, where its
-    probes' samples allow 6.9 %" when a delays() row's check failed, else None."""
+    probes' samples allow 6.9 %" when a delays() row's check failed (load
+    lists it among the file's problems too), else None."""
     c = row["check"]
     if not c or c["ok"]:
         return None

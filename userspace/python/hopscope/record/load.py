@@ -16,7 +16,7 @@ from . import format as fmt
 from .format import DELAYS
 from . import calibration, hist, invariants, sampling
 from .invariants import Rules, Tally
-from .probecost import check, delay_floors, stage_costs
+from .probecost import check, delay_floors, floor_problems, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
 # record fields copied as they are, in column order
@@ -135,15 +135,17 @@ def to_dataframe(rf):
     why = None if cal is None else calibration.check(cal)
     if why:
         problems.append(f"the header's calibration is left out: {why}")
-    rf.problems.extend(problems)
     clock = clock_facts(rf.header)
     costs = probe_cost(rf.counters)
+    floors = delay_floors(rf.header, costs)
+    problems += floor_problems(df, floors)
+    rf.problems.extend(problems)
     attrs = dict(header=rf.header, trailer=rf.trailer, counters=rf.counters,
                  truncated=rf.truncated, path=rf.path, problems=rf.problems,
                  dropped_records=rf.dropped_records, notes=rf.notes,
                  clock=clock, clock_problems=clock_problems(clock, rf.header),
                  cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
-                 probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
+                 probe_cost=costs, probe_floor=floors,
                  histograms=hist.series(rf.counters),
                  hist_drops=hist.drops(rf.counters),
                  sampling=sampling.summary(rf.header, rf.counters),

@@ -17,8 +17,11 @@ the kernel's return from them (docs/accuracy.md).
 """
 import math
 
+import numpy as np
+
 from . import header as h
 from .format import CORE_STAGES, DELAYS, STAGE_NAMES
+from .invariants import Problem
 
 SAMPLE_EVERY = 1 << h.COST_SAMPLE_SHIFT
 _FIELDS = ("n", "sum_ns", "sum_sq", "max_ns", "over")
@@ -181,10 +184,34 @@ def floor_check(delay_ns, floor):
     samples say they must: every packet's delay holds its probe time, so the
     share of delays under the floor is at most the share of probe times
     under it, whose bound upper_share() gives. delay_ns: the delay of the
-    packets that have it (complete ones), floor: a delay_floors() entry.
-    {packets, below, share, allowed, ok}."""
-    n = len(delay_ns)
-    below = int((delay_ns < floor["floor_ns"]).sum())
+    packets that have it (complete ones, NaN where not), floor: a
+    delay_floors() entry. {packets, below, share, allowed, ok, first} (first:
+    the index of the first delay under the floor, or None)."""
+    have = ~np.isnan(delay_ns)
+    n = int(have.sum())
+    under = have & (delay_ns < floor["floor_ns"])
+    below = int(under.sum())
     allowed = upper_share(floor["below"], floor["of"])
     return {"packets": n, "below": below, "share": below / n if n else 0.0,
-            "allowed": allowed, "ok": not n or below / n <= allowed}
+            "allowed": allowed, "ok": not n or below / n <= allowed,
+            "first": int(np.argmax(under)) if below else None}
+
+
+def floor_problems(df, floors):
+    """Each delay's floor check over df's complete packets, kept in its
+    floors entry ("check"); a Problem (kind "floor") for each broken one, a
+    violation of what the file says of itself (docs/record-format.md)."""
+    out = []
+    complete = (df["status"] == "complete").to_numpy()
+    for col, f in (floors or {}).items():
+        if col not in df.columns:
+            continue
+        c = f["check"] = floor_check(np.where(complete, df[col].to_numpy(float), np.nan), f)
+        if not c["ok"]:
+            out.append(Problem(
+                f"{col}: {c['below']} of {c['packets']} delays ({100 * c['share']:.1f} %) "
+                f"below its probe floor {f['floor_ns'] / 1e3:.2f} us, where its probes' own "
+                f"samples allow {100 * c['allowed']:.1f} % (first: row {c['first']}, seq "
+                f"{int(df['seq'].iat[c['first']]):#x}; docs/accuracy.md, the floor check)",
+                "floor", c["below"], c["first"], int(df["seq"].iat[c["first"]])))
+    return out

@@ -119,8 +119,7 @@ def describe(df):
     counters = (a["counters"] or {}).get("counters") or {}
     nonzero = ", ".join(f"{k} {v}" for k, v in counters.items() if v)
     out.append(("counters", nonzero or "none"))
-    broken = [b for b in map(budget.floor_broken, delays) if b]
-    out.append(("problems", "; ".join(a["problems"] + a["clock_problems"] + broken) or "none"))
+    out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]) or "none"))
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
     return out
