@@ -9,6 +9,8 @@ import signal
 import subprocess
 import time
 
+import numpy as np
+
 from hopscope.traffic.testbed import TESTBED, Testbed  # noqa: F401 (TESTBED: for the tests)
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -29,6 +31,16 @@ def left_router(d):
     unseen = (((d["flags"].to_numpy() & T4_UNSEEN) != 0)
               & d.status.isin(["inflight", "evicted"]).to_numpy())
     return (d.status == "complete").to_numpy() | (unseen & (d.t3.to_numpy() > 0))
+
+
+def ditg_logged_but_a_tail(t):
+    """Whether a D-ITG sender's packets (a truth table's rows, one sender)
+    were all in ITGRecv's log but, at most, its last ones: ITGRecv ends a
+    flow when the sender signals its end and leaves what its socket still
+    holds unread, which a busy receiver CPU makes a few packets (the
+    receiver's kernel got them: its Udp InDatagrams)."""
+    got = t.sort_values("seq").received.to_numpy()
+    return not got.any() or got[:np.flatnonzero(got)[-1] + 1].all()
 
 
 def sh(*cmd, check=True, **kw):

@@ -144,9 +144,12 @@ def test_each_run_counts_what_its_generators_router_and_recorder_did(campaign, r
         c, n = meta["campaign"], meta["campaign"]["counts"]
         assert n["sent"] == asked[c["condition_name"]] == sum(
             s["sent"] for s in meta["senders"].values()), (d, n)
-        # iperf3's server may count one packet fewer than its client sent
-        # (its own accounting: the router forwarded them all)
-        assert n["sent"] - len(meta["senders"]) <= n["received"] <= n["sent"], (d, n)
+        # every packet reached the receiver's sockets; the generators' own
+        # counts may miss a few: iperf3's server one, ITGRecv the last ones
+        # its end of flow left unread on a busy CPU (testlib)
+        udp = meta["interfaces"]["receiver_udp"]
+        assert udp["InDatagrams"] >= n["sent"] and udp["RcvbufErrors"] == 0, (d, udp)
+        assert n["received"] <= n["sent"], (d, n)
         # the generators' control traffic crosses the router too
         assert n["forwarded"] >= n["received"], (d, n)
         df = records[(c["condition_name"], c["repetition"])]

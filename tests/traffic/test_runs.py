@@ -21,6 +21,7 @@ from hopscope.traffic.testbed import Testbed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from rawrecord import STAGE, STATUS, Raw
+from testlib import ditg_logged_but_a_tail
 
 PREFIX = "hst-tr-t-"
 ADDR = {"sender1": "198.18.1.2", "sender2": "198.18.2.2"}
@@ -215,9 +216,15 @@ seed = 0.25
         assert r.received[name] == ditg_total(out / meta["senders"][name]["files"]["recv_log"], out) \
             == int(table.rx_ns.notna().sum()) == int(t.received.sum())
         assert set(flow_records(df, meta, name).tos) == {tos}
-        # every packet forwarded (check_accounting: complete or its t4 unseen)
-        # and logged by ITGRecv (its socket dropped none: no warning)
-        assert r.truth[name]["dropped"] == 0 and t.received.all(), r.truth[name]
+        # every packet forwarded (check_accounting: complete or its t4 unseen),
+        # delivered to the receiver's sockets, and logged by ITGRecv but for
+        # the last few its end of flow left unread
+        assert r.truth[name]["dropped"] == 0 and ditg_logged_but_a_tail(t), r.truth[name]
+    assert meta["interfaces"]["receiver_udp"]["InDatagrams"] >= len(truth)
+    assert meta["interfaces"]["receiver_udp"]["RcvbufErrors"] == 0
+    for name in ("sender1", "sender2"):
+        t = truth[truth.sender == name]
+        t = t[t.received & t.t4.notna()]
         # ITGRecv's clock and the records' agree: received after the router sent it
         assert (t.rx_ns > t.t4).all()
         assert (t.owd_ns > t.t4 - t.tx_ns).all()
@@ -269,7 +276,7 @@ rate = 1000
     assert c["dropped"] > 0.3 * c["sent"]
     t = truth[truth.recorded]
     assert not t[t.dropped].received.any()
-    assert t[t.forwarded].received.all()
+    assert ditg_logged_but_a_tail(t[t.forwarded])
     assert r.received["sender1"] == c["forwarded"] + c["untraced"] == ditg_total(
         out / meta["senders"]["sender1"]["files"]["recv_log"], out)
     dropped = flow_records(df, meta, "sender1")

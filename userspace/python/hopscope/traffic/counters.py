@@ -42,6 +42,30 @@ def _udp(ns):
     return {k: int(v) for k, v in zip(rows[0], rows[1])}
 
 
+def _udp_rx_queued(ns):
+    """Bytes waiting in the namespace's UDP sockets' receive queues."""
+    out = subprocess.run(["ip", "netns", "exec", ns, "cat", "/proc/net/udp", "/proc/net/udp6"],
+                         capture_output=True, text=True, check=True).stdout
+    # "sl local rem st tx_queue:rx_queue ...": the header lines have no colon pair there
+    return sum(int(f[4].split(":")[1], 16) for f in map(str.split, out.splitlines())
+               if len(f) > 4 and ":" in f[4] and f[0] != "sl")
+
+
+def _qdisc_queued(ns, dev):
+    out = subprocess.run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(q.get("qlen", 0) for q in json.loads(out))
+
+
+def quiet_state(lay):
+    """What still moves after the senders stopped: the router's output
+    queue, its transmits, the receiver's arrivals and its sockets' queues."""
+    ns, out = lay["namespaces"], lay["router"]["out"]
+    links = _links(ns["receiver"])
+    return (_qdisc_queued(ns["router"], out), _links(ns["router"])[out]["tx_packets"],
+            sum(v["rx_packets"] for v in links.values()), _udp_rx_queued(ns["receiver"]))
+
+
 class Counters:
     """lay: the testbed's layout (testbed.py); testbed(*args) runs testbed.sh."""
 

@@ -17,7 +17,7 @@ import time
 from ..files import read_text, write_json
 from ..live.proc import HOPSCOPE, end_with_parent, start_attached
 from .collect import collect
-from .counters import Counters
+from .counters import Counters, quiet_state
 from .generators import ditg, iperf
 from .result import RunError
 from .testbed import Testbed, TestbedError, address, interface, layout, up_options
@@ -25,6 +25,7 @@ from .testbed import Testbed, TestbedError, address, interface, layout, up_optio
 FORMAT = "hopscope-run/1"
 READY_S = 10        # receivers and recorder must be ready within this
 SETTLE_S = 0.5      # after the senders: packets still in flight arrive
+SETTLE_MAX_S = 30   # ... unless the router and receiver are still at it
 GRACE_S = 15        # a sender may overrun its planned time by this much (+ 50 %)
 
 
@@ -120,7 +121,7 @@ class _Run:
             self.start_recorder(cpus["router"])
         self.meta["senders_start_realtime_ns"] = time.time_ns()
         self.run_senders(cpus)
-        time.sleep(SETTLE_S)
+        self.settle()
         self.stop_receivers()
         if self.record:
             self.stop_recorder()
@@ -249,6 +250,21 @@ class _Run:
             if p.returncode != 0:
                 raise RunError(f"sender {s.name} ({s.generator}) failed (exit {p.returncode}): "
                                f"{read_text(self.path(s.name + '.stderr'))[-500:]}")
+
+    def settle(self):
+        """Wait until what the senders sent has gone through: the router's
+        output queue empty, nothing more transmitted or received, the
+        receiver's sockets read; at least SETTLE_S (a busy machine's
+        receiver lags, and a fixed wait cut its last packets off), at most
+        SETTLE_MAX_S (then the counts say what did not arrive)."""
+        time.sleep(SETTLE_S)
+        end, last = time.monotonic() + SETTLE_MAX_S, None
+        while time.monotonic() < end:
+            now = quiet_state(self.lay)
+            if now == last and now[0] == 0 and now[3] == 0:
+                return
+            last = now
+            time.sleep(0.05)
 
     def stop_receivers(self):
         logs = [self.path(m["files"]["recv_log"]) for m in self.meta["senders"].values()
