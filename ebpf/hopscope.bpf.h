@@ -139,6 +139,26 @@ HS_EXTERN struct {
 	__uint(max_entries, HS_NSTAGES);
 } cost SEC(".maps");
 
+/*
+ * A sampled packet's probe costs, noted by t1 .. t_tceg as each returns and
+ * added to `cost` by t4 after its stamp: the sums' update, a few cold cache
+ * lines at a low rate, stays out of the packet's delays, which then differ
+ * from an unsampled packet's by the exit read and one store. One entry per
+ * sampled slot (slot index >> HS_COST_SAMPLE_SHIFT); seq tells whose notes
+ * they are.
+ */
+struct hs_cost_due {
+	__u64 seq;
+	__u32 ns[HS_NSTAGES];
+};
+
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct hs_cost_due);
+	__uint(max_entries, 1);		/* set by the loader: slots >> HS_COST_SAMPLE_SHIFT */
+} cost_due SEC(".maps");
+
 
 /* stage histograms (include/hopscope.h): a series' index by its key, handed
  * out from hs_hist_next on its first packet; the histograms by index */
@@ -273,10 +293,10 @@ static __always_inline bool hs_cost_sampled(__u64 seq)
 	return !(seq & ((1u << HS_COST_SAMPLE_SHIFT) - 1));
 }
 
-/* A sampled probe's time from its stamp (entry) to now, its return. */
-static __always_inline void hs_cost_add(enum hs_stage s, __u64 entry)
+/* one sample of stage s's cost, d ns, into its sums */
+static __always_inline void hs_cost_put(enum hs_stage s, __u64 d)
 {
-	__u64 d = bpf_ktime_get_ns() - entry, sq = d < HS_COST_SQ_CAP ? d : HS_COST_SQ_CAP;
+	__u64 sq = d < HS_COST_SQ_CAP ? d : HS_COST_SQ_CAP, i = hs_cost_bucket(d);
 	__u32 k = s;
 	struct hs_cost *c = bpf_map_lookup_elem(&cost, &k);
 
@@ -287,9 +307,7 @@ static __always_inline void hs_cost_add(enum hs_stage s, __u64 entry)
 	c->sum_sq += sq * sq;
 	if (d > c->max_ns)
 		c->max_ns = d;
-	if (d < HS_COST_BUCKETS * HS_COST_BUCKET_NS) {
-		__u64 i = d / HS_COST_BUCKET_NS;
-
+	if (i < HS_COST_BUCKETS) {
 		/* hidden from the compiler, so the mask that bounds the index
 		 * for the verifier stays (HS_COST_BUCKETS: a power of 2) */
 		barrier_var(i);
@@ -297,6 +315,58 @@ static __always_inline void hs_cost_add(enum hs_stage s, __u64 entry)
 	} else {
 		c->over++;
 	}
+}
+
+/* A sampled probe's time from its stamp (entry) to now, its return. */
+static __always_inline void hs_cost_add(enum hs_stage s, __u64 entry)
+{
+	hs_cost_put(s, bpf_ktime_get_ns() - entry);
+}
+
+/* the notes of seq's slot (a sampled one) */
+static __always_inline struct hs_cost_due *hs_cost_due_of(__u64 seq)
+{
+	__u32 shift = cfg_slot_shift - HS_COST_SAMPLE_SHIFT;
+	__u32 idx = hs_seq_cpu(seq) << shift |
+		    ((__u32)seq & ((1u << cfg_slot_shift) - 1)) >> HS_COST_SAMPLE_SHIFT;
+
+	return bpf_map_lookup_elem(&cost_due, &idx);
+}
+
+/*
+ * A sampled packet's probe at stage s returns: its cost noted for t4 to add.
+ * t1 starts the notes (clearing the last packet's). A note may land after
+ * the slot changed hands; it then counts as the next sampled packet's, a
+ * probe's true cost all the same.
+ */
+static __always_inline void hs_cost_note(__u64 seq, enum hs_stage s, __u64 entry)
+{
+	__u64 d = bpf_ktime_get_ns() - entry;
+	struct hs_cost_due *due = hs_cost_due_of(seq);
+
+	if (!due)
+		return;
+	if (s == HS_T1) {
+		__builtin_memset(due->ns, 0, sizeof(due->ns));
+		due->seq = seq;
+	} else if (due->seq != seq) {
+		return;
+	}
+	due->ns[s & (HS_NSTAGES - 1)] = d < 0xffffffffu ? d : 0xffffffffu;
+}
+
+/* at t4, after its stamp: the packet's notes into the sums */
+static __always_inline void hs_cost_settle(__u64 seq)
+{
+	struct hs_cost_due *due = hs_cost_due_of(seq);
+
+	if (!due || due->seq != seq)
+		return;
+#pragma unroll
+	for (int s = HS_T1; s < HS_T4; s++)
+		if (due->ns[s])
+			hs_cost_put(s, due->ns[s]);
+	due->seq = 0;
 }
 
 static __always_inline bool hs_stage_on(enum hs_stage s)
@@ -791,7 +861,7 @@ static __always_inline void hs_stamp(const struct sk_buff *skb, enum hs_stage s,
 	hs_stamp_slot(rec, seq, s, now, 0);
 	hs_count(HS_C_OPT_PKTS);
 	if (hs_cost_sampled(seq))
-		hs_cost_add(s, now);
+		hs_cost_note(seq, s, now);
 }
 
 #endif

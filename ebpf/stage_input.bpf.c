@@ -205,6 +205,6 @@ int hs_input(struct xdp_md *ctx)
 	meta->magic = HS_META_MAGIC;
 	meta->pad = 0;
 	if (hs_cost_sampled(seq))
-		hs_cost_add(HS_T1, now);
+		hs_cost_note(seq, HS_T1, now);
 	return XDP_PASS;
 }

@@ -75,7 +75,9 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		hs_count(HS_C_OTHER_OUT);
 	}
 	/* after t4: in no delay, but what the probe costs the packet's sender */
-	if (hs_cost_sampled(seq))
+	if (hs_cost_sampled(seq)) {
+		hs_cost_settle(seq);
 		hs_cost_add(HS_T4, now);
+	}
 	return 0;
 }

@@ -30,7 +30,7 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 			hs_tap_note(ctx->skb, seq);
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))
-			hs_cost_add(s, now);
+			hs_cost_note(seq, s, now);
 		break;
 	case HS_NOMETA:
 		hs_count(c_nometa);

@@ -250,23 +250,40 @@ HS_COUNTER_LIST(HS_X_AT_PLACE)
  * is the time the probe spends inside the delay that begins at its stamp.
  * Sampled: the packets whose per-CPU arrival count (seq's low bits) is a
  * multiple of 2^HS_COST_SAMPLE_SHIFT, the same packets at every stage; t0,
- * which has no seq yet, samples as often at random. A sampled packet pays
- * the second read and the update, so its own delays are that much longer.
+ * which has no seq yet, samples as often at random. So that a sampled packet
+ * is like the others, the eBPF stages t1 .. t_tceg only note exit - entry
+ * beside the packet's slot; t4 adds the notes to these sums after its own
+ * stamp, where they lie in no delay (ebpf/hopscope.bpf.h, cost_due). t0, t4
+ * and the kernel module add their sample where they take it.
  * One struct hs_cost per stage in a per-CPU array, summed by userspace into
  * the COUNTERS and END JSON ("probe_cost", docs/record-format.md).
+ * Histogram: HS_COST_FINE buckets of HS_COST_BUCKET_NS, then buckets of
+ * HS_COST_WIDE_NS up to HS_COST_BUCKETS (hs_cost_bucket): 16 ns steps where
+ * the warm probes lie, and up to 9.2 us for a cold or interrupted one, so
+ * that low quantiles are measured rather than cut off.
  */
 #define HS_COST_SAMPLE_SHIFT 6
-#define HS_COST_BUCKET_NS 16	/* histogram bucket width */
-#define HS_COST_BUCKETS 64	/* buckets: 0 .. 1023 ns; longer ones count in over */
+#define HS_COST_BUCKET_NS 16	/* fine buckets' width: 0 .. 1023 ns */
+#define HS_COST_FINE 64		/* fine buckets */
+#define HS_COST_WIDE_NS 128	/* the buckets after them: 1024 .. 9215 ns */
+#define HS_COST_BUCKETS 128	/* longer ones count in over */
 #define HS_COST_SQ_CAP 65535	/* sum_sq adds min(cost, this)^2: never overflows */
+
+/* d's histogram bucket; HS_COST_BUCKETS or more: over */
+static inline __u64 hs_cost_bucket(__u64 d)
+{
+	const __u64 fine = HS_COST_FINE * HS_COST_BUCKET_NS;
+
+	return d < fine ? d / HS_COST_BUCKET_NS : HS_COST_FINE + (d - fine) / HS_COST_WIDE_NS;
+}
 
 struct hs_cost {
 	__u64 n;		/* samples */
 	__u64 sum_ns;
 	__u64 sum_sq;		/* of min(cost, HS_COST_SQ_CAP) squared */
 	__u64 max_ns;
-	__u64 over;		/* samples of HS_COST_BUCKETS * HS_COST_BUCKET_NS or more */
-	__u64 hist[HS_COST_BUCKETS];	/* [i]: cost in [i, i + 1) * HS_COST_BUCKET_NS */
+	__u64 over;		/* samples beyond the last bucket */
+	__u64 hist[HS_COST_BUCKETS];	/* [i]: the costs hs_cost_bucket puts at i */
 };
 
 /*

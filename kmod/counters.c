@@ -32,7 +32,7 @@ void hs_count_emitted(struct hs_session *s, u8 status, bool queued)
  */
 void hs_cost_add(struct hs_session *s, enum hs_stage st, u64 entry)
 {
-	u64 d = ktime_get_ns() - entry, sq = min_t(u64, d, HS_COST_SQ_CAP);
+	u64 d = ktime_get_ns() - entry, sq = min_t(u64, d, HS_COST_SQ_CAP), i = hs_cost_bucket(d);
 	struct hs_cost __percpu *c = &s->pcpu->cost[st];
 
 	this_cpu_inc(c->n);
@@ -40,8 +40,8 @@ void hs_cost_add(struct hs_session *s, enum hs_stage st, u64 entry)
 	this_cpu_add(c->sum_sq, sq * sq);
 	if (d > this_cpu_read(c->max_ns))
 		this_cpu_write(c->max_ns, d);
-	if (d < HS_COST_BUCKETS * HS_COST_BUCKET_NS)
-		this_cpu_inc(c->hist[d / HS_COST_BUCKET_NS]);
+	if (i < HS_COST_BUCKETS)
+		this_cpu_inc(c->hist[i]);
 	else
 		this_cpu_inc(c->over);
 }

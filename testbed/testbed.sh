@@ -62,9 +62,9 @@ Commands:
                 making anything (the same code as up's)
   relink ROLE   delete ROLE's (sender1, sender2, receiver) link and make it again:
                 the router's interface returns with a new ifindex (rps, inline)
-  shield        an up with --shield: move the tasks started since then off
-                the kept CPUs too (a benchmark runs it before each
-                measurement: on a shared machine others start work meanwhile)
+  shield        an up with --shield: keep the calling process (and what it
+                starts from then on) off the kept CPUs too (a benchmark runs
+                it before each measurement, from a process of its own)
   cpu ROLE      CPU list to pin ROLE (sender, router, receiver) to, for taskset -c
   sink          packets and bytes the receiver's XDP sink has dropped so far
   help          this text
@@ -85,14 +85,15 @@ Options for up:
   --sink        attach the sink (HS_SINK_OBJ) as generic XDP on rx-eth0: the
                 receiver drops UDP data and counts it (make build/sink.bpf.o)
   --shield router|senders
-                move every task that may run elsewhere off a CPU while the
-                testbed is up (testbed/shield.py; the last testbed down moves
-                them back): the router's (in inline mode the senders' too), or
-                the senders' (and the router's too when a CPU is left for all
-                else; if not, the router CPU's ksoftirqd runs at SCHED_FIFO 1)
-                for runs that record nothing, where a generator sharing its
-                CPU sends less than asked (hopscope throughput). Off by
-                default: tasks you did not start stay where they are
+                keep the testbed's own processes off a CPU while it is up: the
+                process that runs up (and every process it starts from then
+                on: recorder, generators, analysis) leaves the router's CPU
+                (in inline mode the senders' too), or the senders' (for runs
+                that record nothing, where a generator sharing its CPU sends
+                less than asked: hopscope throughput); the roles' processes
+                are pinned by their starters (cpu ROLE). No other task on the
+                machine is moved (testbed/shield.py; the last testbed down
+                gives the moved threads their CPUs back). Off by default
   --no-shield   the default, said explicitly
 
 Environment:
@@ -274,10 +275,10 @@ plan_cpus() {
 	else
 		CPU_ROUTER=$last
 	fi
-	# The CPUs the shield keeps. The senders' (--shield senders) means the
-	# rest of the machine shares the router's CPU when there are only two:
-	# its forwarding runs in softirq, which preempts any task, while a
-	# generator that shares its CPU sends less than asked.
+	# The CPUs the shield keeps the testbed's own processes off. The
+	# senders' (--shield senders): a generator that shares its CPU sends
+	# less than asked, while the router's forwarding runs in softirq, which
+	# preempts any task; with two CPUs the rest of ours share the router's.
 	SHIELD_CPUS=()
 	if [ "$SHIELD" = 1 ] && [ "$SHIELD_FOR" = senders ]; then
 		SHIELD_CPUS=("$CPU_SENDER")
@@ -463,19 +464,16 @@ restore_buffers() {
 	rm -f "$SAVED_SYSCTLS"
 }
 
-# The router's CPU to itself (testbed/shield.py says why): one shield for
-# all testbeds up, lifted by the last one down.
+# The testbed's own processes off the kept CPUs (testbed/shield.py): its
+# caller's threads, given back by the last testbed down.
 SHIELD_STATE=$HS_STATE_DIR/shield-saved
 
-set_shield() {
+set_shield() {	# PID: the process to place (default: the caller)
 	local out cpus
 	[ "$SHIELD" = 1 ] || return 0
 	cpus=$(IFS=,; echo "${SHIELD_CPUS[*]}")
-	# the senders' CPU kept: whatever else runs may share the router's, so
-	# its softirq work (forwarding, the shaper) goes first (shield.py says why)
-	[[ ",$cpus," == *",$CPU_ROUTER,"* ]] || set -- --softirq-first "$CPU_ROUTER"
-	out=$(python3 "$here/shield.py" on "$cpus" "$SHIELD_STATE" "$@") ||
-		hs_die "could not move other tasks off CPU $cpus (see above); without --shield they stay"
+	out=$(python3 "$here/shield.py" on "$cpus" "${1:-$PPID}" "$SHIELD_STATE") ||
+		hs_die "could not place process ${1:-$PPID} off CPU $cpus (see above)"
 	say "shield: $out"
 }
 
@@ -485,7 +483,7 @@ lift_shield() {
 	[ -e "$SHIELD_STATE" ] || return 0
 	! testbeds_up || return 0
 	out=$(python3 "$here/shield.py" off "$SHIELD_STATE") ||
-		hs_die "could not give the tasks moved off the router's CPU their CPUs back ($SHIELD_STATE kept)"
+		hs_die "could not give the testbed's threads their CPUs back ($SHIELD_STATE kept)"
 	say "shield lifted: $out"
 }
 
@@ -767,7 +765,7 @@ cmd_status() {
 	if [ "$HS_TB_SHIELD" = 1 ] && [ -e "$SHIELD_STATE" ]; then
 		cpus=${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER}
 		echo "shield: CPU ${cpus// /,} kept for the ${HS_TB_SHIELD_FOR:-router};" \
-			"$(grep -c '^[0-9]' "$SHIELD_STATE") tasks moved off it"
+			"$(grep -c '^[0-9]' "$SHIELD_STATE") threads of the testbed's callers placed off it"
 	fi
 	echo "receiver socket buffers ($HS_TB_RCVBUF_SCOPE):" \
 		"rmem_default $(hs_in "$HS_TB_NS_RECEIVER" cat /proc/sys/net/core/rmem_default)," \

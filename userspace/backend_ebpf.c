@@ -278,6 +278,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 			s->bss->hs_out_if[e->out_pos[i]] = cfg->ifaces[i].ifindex;
 	}
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
+	bpf_map__set_max_entries(s->maps.cost_due, (__u32)ncpu << (shift - HS_COST_SAMPLE_SHIFT));
 	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);
 	bpf_map__set_max_entries(s->maps.ring_pos, ncpu);
 	autoload(cfg, s);

@@ -314,6 +314,8 @@ static void cost_json(struct js *j, const struct hs_cost *cost)
 	js_open(j, "probe_cost", '{');
 	js_u64(j, "sample_shift", HS_COST_SAMPLE_SHIFT);
 	js_u64(j, "bucket_ns", HS_COST_BUCKET_NS);
+	js_u64(j, "fine_buckets", HS_COST_FINE);
+	js_u64(j, "wide_ns", HS_COST_WIDE_NS);
 	js_u64(j, "sq_cap_ns", HS_COST_SQ_CAP);
 	js_open(j, "stages", '{');
 	for (int s = 0; s < HS_NSTAGES; s++) {

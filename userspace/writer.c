@@ -203,12 +203,14 @@ int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 	}
 	/* A flow keeps its order through the router (one RPS CPU, one FIFO or
 	 * per-flow qdisc queue): a packet still "inside" after a later one of its
-	 * flow left was not inside; its t4 went unseen. The backend hands over the
-	 * ring's records before the inflight ones, so every complete packet of
-	 * the run is known here. This is the one place that rule is decided: the
-	 * record carries the verdict (docs/record-format.md). */
-	if (r->status == HS_ST_INFLIGHT && slot->flow != HS_FLOW_NONE &&
-	    w->flows.done_t1[slot->flow] > r->t[HS_T1]) {
+	 * flow left was not inside; its t4 went unseen. So is one evicted from
+	 * its slot after that (a ring lap later, its t4 never having come). The
+	 * backend hands over the ring's records in their order, and the inflight
+	 * ones after them, so every complete packet before is known here. This
+	 * is the one place that rule is decided: the record carries the verdict
+	 * (docs/record-format.md). */
+	if ((r->status == HS_ST_INFLIGHT || r->status == HS_ST_EVICTED) &&
+	    slot->flow != HS_FLOW_NONE && w->flows.done_t1[slot->flow] > r->t[HS_T1]) {
 		slot->flags |= HS_F_T4_UNSEEN;
 		w->t4_unseen++;
 	}

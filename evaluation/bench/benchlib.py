@@ -101,6 +101,18 @@ def loadavg():
         return [float(x) for x in f.read().split()[:3]]
 
 
+def cpu_task_ticks(cpu):
+    """Ticks CPU cpu has spent running tasks (user, nice, system), from the
+    machine's own account (/proc/stat): how busy it was, with no other
+    process read."""
+    with open("/proc/stat") as f:
+        for line in f:
+            if line.startswith(f"cpu{cpu} "):
+                user, nice, system = map(int, line.split()[1:4])
+                return user + nice + system
+    raise SystemExit(f"no cpu{cpu} in /proc/stat")
+
+
 def machine():
     """What the numbers were measured on: kernel, CPUs, date, load average,
     the commit, and how many tracked files differed from it (the build is

@@ -10,9 +10,9 @@ tcpdump captures, on the router's input and output (each pcap's
 completeness against the packets forwarded).
 
 The seven are interleaved round by round (order rotated) so drift in the
-machine's load hits them alike; a window in which another task used the
-router's CPU is measured again (testbed.sh shield keeps it, but a task can
-pin itself there); ratios are taken within a round, then the
+machine's load hits them alike; a window in which other work used the
+router's CPU is measured again (the shield keeps only the bench's own
+processes off it); ratios are taken within a round, then the
 median over rounds. The router forwards inline on the sender's CPU (as in the
 floor measurements of evaluation/measurements.md), the receiver drops the data with
 an XDP sink, the recorder runs on the other CPU. A second pass with
@@ -52,7 +52,6 @@ ROUTER_CPU = 0  # the inline testbed forwards on the senders' CPU
 # another task's share of the router's CPU that voids a window, and how often
 # one is measured again
 FOREIGN, REPEATS = 0.02, 3
-PF_KTHREAD = 0x00200000  # /proc/PID/stat flags: a kernel thread
 # The goals, written into the JSON for evaluation/bench/overhead_table.py: each summary
 # ratio's least median (traced/floor is the one hopscope's own cost is judged
 # by; aggregate/untraced and 1-in-64 sampling: evaluation/measurements.md), and
@@ -103,46 +102,34 @@ class Recorder:
 
 
 def reshield():
-    """The router's CPU kept again: tasks others started since the testbed came
-    up may run there (a process that landed there halved a rate)."""
+    """This bench's own process kept off the router's CPU again (testbed.sh
+    shield places its caller: what it started meanwhile may have widened)."""
     subprocess.run([TESTBED, "shield"], check=True, env=dict(os.environ, HS_PREFIX=PREFIX),
                    stdout=subprocess.DEVNULL)
 
 
-def foreign_ticks(sender):
-    """{task: user and system time so far, clock ticks} of the user-space
-    tasks that may run on the router's CPU, the sender's excepted: the shield
-    moves the others off, but not a task pinned there (its affinity is taken
-    as chosen), and a task another user starts inherits its starter's.
-    The router's softirq work and the kernel's own threads are not counted."""
-    ticks = {}
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        if int(pid) == sender:
-            continue
-        try:
-            for tid in os.listdir(f"/proc/{pid}/task"):
-                with open(f"/proc/{pid}/task/{tid}/stat") as f:  # /proc/TID: the process's
-                    fields = f.read().rsplit(")", 1)[1].split()  # after the comm
-                if not int(fields[6]) & PF_KTHREAD and ROUTER_CPU in os.sched_getaffinity(int(tid)):
-                    ticks[tid, fields[19]] = int(fields[11]) + int(fields[12])  # by start time too
-        except OSError:
-            continue  # gone meanwhile
-    return ticks
+def own_ticks(pid):
+    """User and system ticks of a process this bench started (the sender)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()  # after the comm
+    return int(fields[11]) + int(fields[12])
 
 
 def foreign_share(before, after, seconds):
-    """Share of the router's CPU other tasks took between two foreign_ticks
-    (a task that ended meanwhile is not seen: a task's time is read from it)."""
-    ticks = sum(t - before.get(task, 0) for task, t in after.items())
-    return ticks / os.sysconf("SC_CLK_TCK") / seconds
+    """Share of the router's CPU that went to tasks other than the sender
+    between two (benchlib.cpu_task_ticks, own_ticks of the sender) readings: other
+    work, or the kernel's own threads (ksoftirqd forwarding deferred work
+    counts too, so a window may be measured again for the router itself)."""
+    ticks = (after[0] - before[0]) - (after[1] - before[1])
+    return max(ticks, 0) / os.sysconf("SC_CLK_TCK") / seconds
 
 
 def blast(payload, seconds, warmup=1.0):
     """Forwarded packets/s through r-rx while one iperf3 UDP stream sends as fast
     as it can; measured over `seconds` after a warm-up. Measured again (at most
-    REPEATS times) while other tasks took more than FOREIGN of the router's CPU
-    (foreign_ticks: a task pinned there gets past the shield). Returns
-    the rate and how many windows were measured again."""
+    REPEATS times) while other work took more than FOREIGN of the router's CPU
+    (foreign_share: the shield keeps only this bench's own processes off it).
+    Returns the rate and how many windows were measured again."""
     for again in range(REPEATS + 1):
         reshield()
         client = subprocess.Popen(
@@ -154,10 +141,10 @@ def blast(payload, seconds, warmup=1.0):
         try:
             time.sleep(warmup)
             n0, t0 = tx_packets(), time.monotonic()
-            f0 = foreign_ticks(client.pid)
+            f0 = benchlib.cpu_task_ticks(ROUTER_CPU), own_ticks(client.pid)
             time.sleep(seconds)
             n1, t1 = tx_packets(), time.monotonic()
-            f1 = foreign_ticks(client.pid)
+            f1 = benchlib.cpu_task_ticks(ROUTER_CPU), own_ticks(client.pid)
         finally:
             err = client.communicate()[1]
         if client.returncode:
@@ -195,8 +182,14 @@ def measure(config, payload, seconds, tmp):
         df = hopscope.load(path)
         # the tracer's counters are the trailer's "counters" object
         c = (df.attrs["counters"] or {}).get("counters") or {}
+        u = df.attrs["trailer"]["userspace"]
         out.update(forwarded=after - before, complete=int((df.status == "complete").sum()),
-                   ring_lost=c.get("rb_fail", 0), evicted=c.get("evicted", 0))
+                   ring_lost=c.get("rb_fail", 0), evicted=c.get("evicted", 0),
+                   # the accounting: every IP packet seen at t1 is a record, or
+                   # lost in the ring, or for the router itself
+                   seen=c["xdp_pkts"] - c["xdp_nonip"] - c["xdp_truncated"] - c["local"],
+                   records=len(df), t4_unseen=u["t4_unseen"],
+                   complete_counted=c["complete"], ring_lost_complete=c["rb_fail_complete"])
     if config in ("aggregate", "sampled"):
         # no records: the packets the kernel completed, and those left out
         c = hopscope.load(path).attrs["trailer"]["counters"]

@@ -73,26 +73,14 @@ def bpf_maps(pid):
     return maps
 
 
-def sharing(cpu):
-    """Tasks that may run on cpu and elsewhere (the shield moves them off it:
-    tasks pinned to it alone stay), and whether the VM's agent (PID 1) is one:
-    the kernel runs no BPF tracepoint program, t4 included, in a softirq that
-    interrupted it (README, Known limits)."""
-    n, agent = 0, False
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue
-        for tid in tids:
-            try:
-                allowed = os.sched_getaffinity(int(tid))
-            except OSError:
-                continue
-            if cpu in allowed and len(allowed) > 1:
-                n += 1
-                agent = agent or pid == "1"
-    return n, agent
+def busy_share(two):
+    """The share of the time between two samples the router's CPU ran tasks."""
+    if len(two) < 2:
+        return 0.0
+    a, b = two
+    seconds = (b["mono_ns"] - a["mono_ns"]) / 1e9
+    return (b["router_cpu_task_ticks"] - a["router_cpu_task_ticks"]) / os.sysconf(
+        "SC_CLK_TCK") / seconds if seconds > 0 else 0.0
 
 
 def size(path):
@@ -108,11 +96,11 @@ def sample(bed, pid, t0, path):
     received = int(bed.tb.run("sink").split()[1])  # "packets N bytes M"
     mid = (before + time.monotonic_ns()) // 2
     maps = bpf_maps(pid)
-    shared, agent = sharing(int(bed.cpu("router")))
     return {"t_s": (mid - t0) / 1e9, "mono_ns": mid, "received": received, **memory(pid),
             "bpf_maps": len(maps), "bpf_memlock": sum(m["memlock"] for m in maps.values()),
             "file_bytes": size(path), "snapshot_bytes": size(path + ".json"),
-            "router_cpu_shared_tasks": shared, "agent_on_router_cpu": agent,
+            # how busy the router's CPU was with tasks (ours or others')
+            "router_cpu_task_ticks": benchlib.cpu_task_ticks(int(bed.cpu("router"))),
             "loadavg": benchlib.loadavg()[0]}
 
 
@@ -140,8 +128,8 @@ def soak(bed, rate, seconds, interval, path, log, aggregate):
             s = samples[-1]
             log(f"{s['t_s']:6.0f} s: received {s['received'] - samples[0]['received']}, "
                 f"RSS {s['VmRSS'] >> 10} KiB, BPF maps {s['bpf_memlock'] >> 10} KiB, "
-                f"tasks sharing the router's CPU {s['router_cpu_shared_tasks']}"
-                f"{' (the agent too)' if s['agent_on_router_cpu'] else ''}, load {s['loadavg']}")
+                f"router's CPU running tasks {busy_share(samples[-2:]):.0%} of the last "
+                f"interval, load {s['loadavg']}")
         sent, took = loadlib.client_sent(client, 30)
         time.sleep(loadlib.SETTLE_S)
         samples.append(sample(bed, rec.p.pid, t0, path))

@@ -34,7 +34,9 @@ def plant(path, d_p, d_iq=None, d_oq=None, tos=None, d_rxq=None, seed=1, gap_ns=
     (ns, arrays of N); tos per packet (default all 4); d_rxq plants t0 as well."""
     rng = np.random.default_rng(seed)
     stages = ("t0",) if d_rxq is not None else ()
-    syn = synth.write_synthetic(path, N, seed, stages=stages, drop_fraction=0, inflight=0)
+    # a rate below one per gap_ns: the file's END comes after the times planted below
+    syn = synth.write_synthetic(path, N, seed, stages=stages, drop_fraction=0, inflight=0,
+                                rate_pps=0.9e9 / gap_ns)
     (off,) = [o for o, t in zip(syn.chunk_offsets, syn.chunk_types) if t == fmt.CHUNK_RECORDS]
     with open(path, "r+b") as f:
         f.seek(off + fmt.CHUNK_HEADER_SIZE)

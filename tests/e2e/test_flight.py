@@ -150,11 +150,15 @@ def test_sigusr1_dumps_and_the_cap_counts_what_it_skips(tb, recorder, tmp_path):
     df = checked_dump(files[0])
     d = df.attrs["header"]["flight_dump"]
     assert d["trigger"] == "signal" and "trigger_seq" not in d, d
-    # fewer packets than N: every one of them, each once
-    assert sorted(df.sport - BASE) == list(range(100)), df.sport
+    # fewer packets than N: every one of them, each once, but one whose t4
+    # probe the kernel skipped (docs/troubleshooting.md): it stays inside to the stop
+    sports = sorted(df.sport - BASE)
+    assert len(set(sports)) == len(sports) and set(sports) <= set(range(100)), df.sport
     assert (df.status == "complete").all()
     assert "later triggers are counted (dumps_skipped)" in text, text
-    f = hopscope.load(rec.out, strict=True).attrs["trailer"]["flight"]
+    end = hopscope.load(rec.out, strict=True).attrs["trailer"]
+    assert 100 - len(sports) <= end["userspace"]["inflight_at_stop"], (sports, end["userspace"])
+    f = end["flight"]
     assert f["dumps"] == 1 and f["dumps_skipped"] == 1 and f["triggers"] == 0, f
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import hopscope
 from hopscope import RecordFileWarning
-from testlib import hs_programs, ns, sh, wait_for, PREFIX, ROOT
+from testlib import T4_UNSEEN, hs_programs, left_router, ns, sh, wait_for, PREFIX, ROOT
 from rawrecord import STAGE, Raw
 
 RX4 = "198.18.3.2"
@@ -31,6 +31,12 @@ def assert_delays_are_the_files(path, df, tos_size):
     the file read again without the loader, joined to df by seq; and the
     senders' data packets (tos, UDP payload size) counted in the bytes."""
     raw = Raw(path)
+    unseen = ((raw.status("inflight") | raw.status("evicted"))
+              & (raw.records["flags"] & T4_UNSEEN > 0))
+    for tos, size in tos_size:
+        mine = ((raw.records["tos"] == tos) & (raw.records["proto"] == 17)
+                & (raw.records["ip_len"] == 28 + size))
+        assert (mine & (raw.status("complete") | unseen)).sum() == 20000, (tos, mine.sum())
     r = raw.records[raw.status("complete")]
     t1, t2, t3, t4 = (r["t"][:, STAGE[s]].astype(np.int64) for s in ("t1", "t2", "t3", "t4"))
     assert len(r) and (t1 > 0).all() and (t1 <= t2).all() and (t2 <= t3).all() and (t3 <= t4).all()
@@ -42,9 +48,6 @@ def assert_delays_are_the_files(path, df, tos_size):
     assert (c.t1.to_numpy() == t1).all() and (c.t4.to_numpy() == t4).all()
     names = np.array([raw.ifname[i] for i in r["in_ifindex"]])
     assert (c.in_if.astype(str).to_numpy() == names).all()
-    for tos, size in tos_size:
-        mine = (r["tos"] == tos) & (r["proto"] == 17) & (r["ip_len"] == 28 + size)
-        assert mine.sum() == 20000, (tos, mine.sum())
 
 
 def two_senders(testbed, recorder):
@@ -71,8 +74,8 @@ def test_two_senders_every_packet_one_complete_record(testbed, recorder):
     testbed.up("--mode", "inline")
     df, ip = two_senders(testbed, recorder)
     s1, s2 = data_of(df, 4, 64), data_of(df, 5, 100)
-    assert (s1.status == "complete").sum() == 20000, s1.status.value_counts()
-    assert (s2.status == "complete").sum() == 20000, (s2.status.value_counts(), df.attrs["counters"])
+    assert left_router(s1).sum() == 20000, s1.status.value_counts()
+    assert left_router(s2).sum() == 20000, (s2.status.value_counts(), df.attrs["counters"])
     assert len(s1) == 20000 and len(s2) == 20000
     sent = json.loads(ip.stdout)["end"]["sum"]["packets"]
     assert sent == 20000
@@ -80,25 +83,25 @@ def test_two_senders_every_packet_one_complete_record(testbed, recorder):
     assert set(s1.in_if.astype(str)) == {"r-s1"} and set(s2.in_if.astype(str)) == {"r-s2"}
     assert set(c.out_if.astype(str)) == {"r-rx"}
     counters = df.attrs["counters"]["counters"]
-    for k in ("rb_fail", "evicted", "race", "prog_misses"):
+    # evicted only as t4_unseen (left_router): its slot taken a lap later
+    for k in ("rb_fail", "race", "prog_misses"):
         assert counters[k] == 0, (k, counters)
     assert_every_packet_accounted(df)
 
 
 def test_rps_mode_every_packet_one_complete_record(testbed, recorder):
-    """Default testbed (rps): the router on its own CPU, which the Testbed
-    fixture shields (on a kernel that skips BPF tracepoint programs in some
-    tasks' context, those tasks would cost t4s: docs/troubleshooting.md;
-    test_shared_cpu.py shares the CPU)."""
+    """Default testbed (rps): the router on its own CPU, the test's own
+    processes kept off it (test_shared_cpu.py puts busy ones there)."""
     testbed.up()
     df, _ = two_senders(testbed, recorder)
     for tos, size in ((4, 64), (5, 100)):
         d = data_of(df, tos, size)
         assert len(d) == 20000
         assert d.seq.is_unique
-        assert (d.status == "complete").sum() == 20000, d.status.value_counts()
+        assert left_router(d).sum() == 20000, d.status.value_counts()
     counters = df.attrs["counters"]["counters"]
-    for k in ("rb_fail", "evicted", "race", "prog_misses"):
+    # evicted only as t4_unseen (left_router): its slot taken a lap later
+    for k in ("rb_fail", "race", "prog_misses"):
         assert counters[k] == 0, (k, counters)
     assert_every_packet_accounted(df)
 
@@ -159,13 +162,10 @@ def test_tbf_output_queue_delay_and_drops(testbed, recorder):
     # the file names the reasons as the kernel that wrote it numbers them
     assert df.attrs["header"]["drop_reasons"][str(drop_reason("QDISC_DROP"))] == "QDISC_DROP"
     assert data.seq.is_unique  # one record per packet, whatever became of it
-    # complete or dropped; but the shaper may hand a packet to the driver from
-    # the other CPU, where a kernel that skips BPF tracepoint programs in some contexts may miss its t4
-    # (docs/troubleshooting.md): 1 of 11247 in one CI run.
-    # Such a packet is flagged t4_unseen, never passed off as complete
-    rest = data[~data.status.isin(["complete", "dropped"])]
-    unseen = (rest["flags"].to_numpy() & 0x80) != 0
-    assert (rest.status == "inflight").all() and unseen.all(), data.status.value_counts()
+    # complete or dropped, or left with its t4 probe skipped: flagged
+    # t4_unseen, never passed off as complete
+    rest = data[~data.status.isin(["dropped"])]
+    assert left_router(rest).all(), data.status.value_counts()
 
 
 def test_sigkill_leaves_nothing_attached(testbed, recorder):
@@ -189,7 +189,13 @@ def test_killed_run_keeps_its_flushed_records(testbed, recorder):
     with pytest.warns(RecordFileWarning, match="no END chunk"):
         df = hopscope.load(rec.out)
     assert df.attrs["trailer"] is None
-    assert (data_of(df, 4, 64).status == "complete").sum() == 3000
+    # killed: no END, so no judged t4_unseen; a packet whose t4 probe the
+    # kernel skipped is still in its slot, counted at t1 with no record yet
+    c = df.attrs["counters"]["counters"]
+    recorded = sum(c[k] for k in ("complete", "dropped", "evicted", "other_out"))
+    inside = c["xdp_pkts"] - c["xdp_nonip"] - c["xdp_truncated"] - c["local"] - recorded
+    complete = int((data_of(df, 4, 64).status == "complete").sum())
+    assert c["complete"] == (df.status == "complete").sum() and 3000 - inside <= complete <= 3000
 
 
 def test_user_errors_are_clear(testbed, tmp_path):

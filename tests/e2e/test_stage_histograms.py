@@ -157,11 +157,11 @@ def test_drops_by_stage_and_reason(tb, recorder, mode):
     names = df.attrs["header"]["drop_reasons"]
     assert {(s, names[str(r)]) for s, r in drops} == {("t3", "QDISC_DROP")}, drops
     assert sum(drops.values()) == c["dropped"] > 100, (drops, c, text)
-    # every packet accounted for, a t4 the kernel skipped as still inside
-    # at the stop (docs/troubleshooting.md; 0.1-0.4 % of the packets of
-    # unshielded runs on the development machine, 9 of these 2000 once)
+    # every packet accounted for; one whose t4 probe the kernel skipped (a
+    # platform that runs no BPF tracepoint program in some task's context:
+    # docs/troubleshooting.md) is still inside at the stop
     inside = df.attrs["trailer"]["userspace"]["inflight_at_stop"]
-    assert c["complete"] + c["dropped"] + inside == 2000 and inside <= 40, (c, inside)
+    assert c["complete"] + c["dropped"] + inside == 2000, (c, inside)
     transit = [s for s in df.attrs["histograms"] if s["delay"] == "transit"]
     assert [s["count"] for s in transit] == [c["complete"]], transit
     if mode == "--histograms":  # the same counts as the records say

@@ -46,6 +46,8 @@ int main(int argc, char **argv)
 		return 1;
 	/* the ring's records first, as every backend hands them over */
 	add(0x01011262, HS_ST_COMPLETE, 1000);	/* flow A: left; arrived at 1000 */
+	add(0x01011262, HS_ST_EVICTED, 700);	/* A, its slot taken a lap later: left */
+	add(0x02011262, HS_ST_EVICTED, 5);	/* flow B: evicted, nothing of it left */
 	/* then the packets in flight at the stop */
 	add(0x01011262, HS_ST_INFLIGHT, 500);	/* A, before the one that left: t4 unseen */
 	add(0x01011262, HS_ST_INFLIGHT, 2000);	/* A, after it: still inside */
@@ -61,7 +63,7 @@ int main(int argc, char **argv)
 """
 
 
-def test_inflight_overtaken_by_its_flow_is_flagged_t4_unseen(tmp_path):
+def test_inflight_or_evicted_overtaken_by_its_flow_is_flagged_t4_unseen(tmp_path):
     gcc = shutil.which("gcc")
     assert gcc, "gcc is needed (scripts/install-deps.sh installs it)"
     (tmp_path / "w.c").write_text(PROGRAM)
@@ -72,10 +74,11 @@ def test_inflight_overtaken_by_its_flow_is_flagged_t4_unseen(tmp_path):
                     str(ROOT / "userspace" / "flows.c"), "-lz"], check=True)
     path = tmp_path / "v.hsr"
     out = subprocess.run([str(exe), str(path)], check=True, capture_output=True, text=True)
-    assert out.stdout.split() == ["1"]
+    assert out.stdout.split() == ["2"]
 
     df = hopscope.load(path)
     unseen = (df["flags"].to_numpy() & F_T4_UNSEEN) != 0  # df.flags is pandas'
-    assert list(df.status.astype(str)) == ["complete", "inflight", "inflight", "inflight"]
-    assert list(unseen) == [False, True, False, False]
-    assert df.attrs["trailer"]["userspace"]["t4_unseen"] == 1
+    assert list(df.status.astype(str)) == ["complete", "evicted", "evicted", "inflight",
+                                           "inflight", "inflight"]
+    assert list(unseen) == [False, True, False, True, False, False]
+    assert df.attrs["trailer"]["userspace"]["t4_unseen"] == 2

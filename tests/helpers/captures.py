@@ -164,11 +164,22 @@ def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
     bucket lets it go: the last departure before its enq, plus the bytes ahead
     of it (enq earlier, deq later) and its own, over the rate; `simple` is
     the bytes ahead alone over the rate. enq/deq name the stages taken as
-    the qdisc's enqueue and departure (t3, t4)."""
-    c = records[(records.status == "complete") & (records.proto == 17)].sort_values(deq)
-    a, d = c[enq].to_numpy(), c[deq].to_numpy()
+    the qdisc's enqueue and departure (t3, t4). A packet that left with its
+    t4 probe skipped (flagged t4_unseen: docs/troubleshooting.md) took its tokens
+    too: its departure is put just before the next one's, as a backlogged
+    bucket sends them, and no gap is judged across it."""
+    left = (records.status == "complete") | ((records["flags"].to_numpy() & 0x80) != 0)
+    c = records[left & (records.proto == 17) & (records[enq] > 0)].sort_values(enq)
+    a, d = c[enq].to_numpy(), c[deq].to_numpy().astype(float)
     cost = (c.ip_len.to_numpy() + ETH) * 8e9 / rate_bps  # ns of tokens per packet
-    back = a[1:] < d[:-1]
+    seen = d > 0
+    for k in np.flatnonzero(~seen)[::-1]:      # FIFO: departures in enqueue order
+        d[k] = d[k + 1] - cost[k + 1] if k + 1 < len(d) else np.nan
+    keep = ~np.isnan(d)
+    a, d, cost, seen = a[keep], d[keep], cost[keep], seen[keep]
+    order = np.argsort(d, kind="stable")
+    a, d, cost, seen = a[order], d[order], cost[order], seen[order]
+    back = (a[1:] < d[:-1]) & seen[1:] & seen[:-1]
     gap_err = (np.diff(d) / cost[1:] - 1)[back]
     # token-ns ahead of each enq: arrived before it minus departed by it
     order = np.argsort(a, kind="stable")

@@ -1,7 +1,8 @@
-"""A second reader of .hsr files for the tests, written from
+"""A second reader (and writer) of .hsr files for the tests, written from
 docs/record-format.md and include/hopscope_file.h alone: struct and numpy,
 nothing from the hopscope package, so what the loader computes can be
-checked against the bytes the recorder wrote."""
+checked against the bytes the recorder wrote, and files that say what the
+recorder never would can be made with every checksum right."""
 import json
 import struct
 import zlib
@@ -43,6 +44,7 @@ class Raw:
             assert zlib.crc32(data[start:start + header_bytes], zlib.crc32(data[:24])) == crc
         self.header = json.loads(data[start:start + header_bytes])
         self.trailer, records, index, off = None, [], 0, start + header_bytes
+        self.chunks = []  # [kind, payload]: RECORD array, FLOWS bytes, JSON as a dict
         while off < len(data):
             magic, kind, count, size, crc, idx = struct.unpack_from("<6I", data, off)
             assert magic == CHUNK_MAGIC, off
@@ -52,8 +54,13 @@ class Raw:
             if kind == RECORDS:
                 assert size == count * 144
                 records.append(np.frombuffer(payload, RECORD))
-            elif kind == END:
-                self.trailer = json.loads(payload)
+                self.chunks.append([kind, records[-1].copy()])
+            elif kind in (COUNTERS, END):
+                self.chunks.append([kind, json.loads(payload)])
+            else:
+                self.chunks.append([kind, payload])
+            if kind == END:
+                self.trailer = self.chunks[-1][1]
             off += 24 + pad8(size)
             index += 1
         self.records = np.concatenate(records) if records else np.zeros(0, RECORD)
@@ -69,3 +76,24 @@ class Raw:
         """saddr/daddr of every record as dotted IPv4 text."""
         w = self.records[field][:, 0]
         return np.array([f"{a >> 24}.{a >> 16 & 255}.{a >> 8 & 255}.{a & 255}" for a in w])
+
+
+def write(path, header, chunks):
+    """A version 2 file of these parts, as Raw reads them (header a dict or its
+    JSON text, chunks [kind, payload]), with every CRC and chunk index computed
+    here."""
+    text = (header if isinstance(header, str) else json.dumps(header)).encode()
+    text += b" " * (-len(text) % 8)
+    fixed = struct.pack("<8s4I", b"HOPSCOPE", 2, 144, len(text), 0x01020304)
+    out = [fixed, struct.pack("<2I", zlib.crc32(text, zlib.crc32(fixed)), 0), text]
+    for index, (kind, payload) in enumerate(chunks):
+        if isinstance(payload, np.ndarray):
+            data, count = payload.tobytes(), len(payload)
+        elif isinstance(payload, bytes):
+            data, count = payload, len(payload) // 48 if kind == FLOWS else 0
+        else:
+            data, count = json.dumps(payload).encode(), 0
+        out += [struct.pack("<6I", CHUNK_MAGIC, kind, count, len(data), zlib.crc32(data), index),
+                data, bytes(-len(data) % 8)]
+    with open(path, "wb") as f:
+        f.write(b"".join(out))

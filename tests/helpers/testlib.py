@@ -16,6 +16,21 @@ HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
 PREFIX = "hst-e2e-"
 
 
+T4_UNSEEN = 0x80  # hs_record.flags (docs/record-format.md)
+
+
+def left_router(d):
+    """Which of these records are of packets that left the router: complete,
+    or, where the kernel skipped the t4 probe (a platform that runs no BPF
+    tracepoint program in some task's context: docs/troubleshooting.md),
+    recorded with t1..t3 as inflight or (its slot taken a lap later) evicted,
+    and flagged t4_unseen by the recorder (it left: a later packet of its
+    flow did). A test that counts forwarded packets counts exactly these."""
+    unseen = (((d["flags"].to_numpy() & T4_UNSEEN) != 0)
+              & d.status.isin(["inflight", "evicted"]).to_numpy())
+    return (d.status == "complete").to_numpy() | (unseen & (d.t3.to_numpy() > 0))
+
+
 def sh(*cmd, check=True, **kw):
     return subprocess.run(cmd, check=check, capture_output=True, text=True, **kw)
 

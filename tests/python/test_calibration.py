@@ -16,11 +16,11 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
 SAMPLES = [100, 200, 300]
 
-GOOD = {"format": "hopscope-calibration", "version": 1,
-        "stages": {"t1": {"floor_ns": 200.0, "spread_ns": 20.0},
-                   "t_tcin": {"floor_ns": 100.0, "spread_ns": 8.0},
-                   "t2": {"floor_ns": 150.0, "spread_ns": 10.0},
-                   "t3": {"floor_ns": 120.0, "spread_ns": 5.0}}}
+GOOD = {"format": "hopscope-calibration", "version": 2,
+        "stages": {"t1": {"floor_ns": 200.0, "mean_ns": 230.0, "spread_ns": 20.0},
+                   "t_tcin": {"floor_ns": 100.0, "mean_ns": 110.0, "spread_ns": 8.0},
+                   "t2": {"floor_ns": 150.0, "mean_ns": 160.0, "spread_ns": 10.0},
+                   "t3": {"floor_ns": 120.0, "mean_ns": 125.0, "spread_ns": 5.0}}}
 
 
 def record_with(tmp_path, text):
@@ -63,7 +63,9 @@ def test_record_says_a_missing_calibration_file(tmp_path):
 
 @pytest.mark.parametrize("change, why", [
     (lambda c: c.update(format="x"), "not a hopscope-calibration"),
-    (lambda c: c.update(version=2), "version 2"),
+    (lambda c: c.update(version=3), "version 3"),
+    (lambda c: c.update(version=1), "its floor was a mean"),
+    (lambda c: c["stages"]["t2"].pop("mean_ns"), "stages.t2.mean_ns"),
     (lambda c: c["stages"]["t1"].update(floor_ns=-1), "stages.t1.floor_ns"),
     (lambda c: c["stages"].update(t9={}), "'t9'"),
     (lambda c: c.update(stages={}), "'stages'"),

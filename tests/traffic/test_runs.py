@@ -145,12 +145,9 @@ def check_accounting(r, meta, truth, out):
     (read here from its bytes) and one truth row, with the same fate; the
     router's output counters agree with the records.
 
-    Forwarded is complete, or `inflight` flagged T4_UNSEEN, a t4 that
-    a kernel that skips BPF tracepoint programs in some contexts missed (docs/troubleshooting.md):
-    these runs leave the testbed unshielded (its default); on the
-    development machine 8 of 13 TBF runs (inline, router on CPU 0) had 1-5
-    such packets of 500-1500. They are counted, never a margin: each one
-    left the router (its counter)."""
+    Forwarded is complete, or `inflight` flagged T4_UNSEEN where the kernel
+    skipped the t4 probe (docs/troubleshooting.md). They are counted, never a margin:
+    each one left the router (its counter)."""
     raw = Raw(out / "run.hsr")
     rec, src = raw.records, raw.ipv4("saddr")
     unseen = raw.status("inflight") & (rec["flags"] & T4_UNSEEN > 0)

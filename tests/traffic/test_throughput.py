@@ -63,13 +63,20 @@ def search(tmp_path):
 def test_lossless_rate_is_just_below_the_shapers(search):
     doc, err, out = search
     (name, result), = doc["conditions"].items()
-    assert result["limited_by"] == "loss", err
     # every trial above the shaper by more than its queue and burst can hold lost packets
     slack = (LIMIT + BURST_FRAMES) / TRIAL_S
+    trials = result["trials"]
+    for t in trials:     # never more through than the shaper passes, however busy
+        assert t["received"] <= SHAPER_PPS * TRIAL_S + LIMIT + BURST_FRAMES + 5, t
+    if result["limited_by"] == "generator":
+        # a busy machine held the generator below what was asked: the search
+        # says so and gives a lower bound, never a rate above the shaper's
+        assert "a lower bound" in err and result["lossless_pps"] <= SHAPER_PPS + slack, err
+        return
+    assert result["limited_by"] == "loss", err
     offered = result["lossless_offered_pps"]
     assert 0.97 * SHAPER_PPS <= offered <= SHAPER_PPS + slack, (offered, err)
     assert 0.95 * SHAPER_PPS <= result["lossless_pps"] <= 1.05 * SHAPER_PPS, err
-    trials = result["trials"]
     lossless = [t["rate_pps"] for t in trials if t["lossless"]]
     lossy = [t["rate_pps"] for t in trials if not t["lossless"]]
     assert lossy and max(lossless) < min(lossy)  # a consistent bracket

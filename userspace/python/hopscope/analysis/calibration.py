@@ -39,7 +39,8 @@ def make(df, traffic):
         "hostname": h.get("hostname"), "kernel": (h.get("kernel") or {}).get("release"),
         "backend": h.get("backend"), "clock": a["clock"], "traffic": traffic,
         "records": int((df["status"] == "complete").sum()),
-        "stages": {s: {"floor_ns": c["mean_ns"], "spread_ns": c["sd_ns"], "p50_ns": c["p50_ns"],
+        "stages": {s: {"floor_ns": c["low_ns"], "mean_ns": c["mean_ns"], "spread_ns": c["sd_ns"],
+                       "p50_ns": c["p50_ns"],
                        "p99_ns": c["p99_ns"], "max_ns": c["max_ns"], "samples": c["samples"]}
                    for s, c in costs.items()},
         "delays": delay_floors({"stages": []}, costs),

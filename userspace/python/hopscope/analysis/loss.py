@@ -58,11 +58,13 @@ def loss_table(df):
         rows.append(("router", _name(stage), "dropped by the kernel", int(reason),
                      names.get(str(int(reason)), f"reason {int(reason)}"), int(n)))
     stuck = _t4_unseen(df)
-    rows += _status_rows(df, (status == "inflight").to_numpy() & stuck,
+    judged = status.isin(["inflight", "evicted"]).to_numpy()
+    rows += _status_rows(df, judged & stuck,
                          "tracer", "t4 not seen: a later packet of its flow left")
     for name, (source, what) in _STATUS_ROWS.items():
         sel = (status == name).to_numpy()
-        rows += _status_rows(df, sel & ~stuck if name == "inflight" else sel, source, what)
+        rows += _status_rows(df, sel & ~stuck if name in ("inflight", "evicted") else sel,
+                             source, what)
     counters = ((df.attrs.get("counters") or {}).get("counters"))
     for key, source, stage, what in COUNTER_ROWS:
         n = None if counters is None else int(counters.get(key, 0))
@@ -74,10 +76,10 @@ def loss_table(df):
 
 
 def _t4_unseen(df):
-    """Rows the recorder judged lost by the tracer: still "inside" at the stop
-    although a later packet of their flow had left (docs/record-format.md,
-    HS_F_T4_UNSEEN). Files older than that verdict never set the bit: their
-    inflight records read as still inside."""
+    """Rows the recorder judged lost by the tracer: still "inside" at the stop,
+    or evicted from their slot, although a later packet of their flow had
+    left (docs/record-format.md, HS_F_T4_UNSEEN). Files older than that
+    verdict never set the bit: their inflight records read as still inside."""
     if "flags" not in df.columns:
         return np.zeros(len(df), bool)
     return (df["flags"].to_numpy() & fmt.FLAGS["t4_unseen"]) != 0

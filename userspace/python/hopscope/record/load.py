@@ -14,7 +14,8 @@ import pandas as pd
 
 from . import format as fmt
 from .format import DELAYS
-from . import calibration, hist, sampling
+from . import calibration, hist, invariants, sampling
+from .invariants import Rules, Tally
 from .probecost import check, delay_floors, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
 
@@ -56,8 +57,8 @@ def load(path, verify=True, strict=False, less_probe=False):
     not intact; by default every whole chunk is loaded, a RecordFileWarning
     says what was not, and df.attrs["truncated"] is set.
     less_probe: add, for each delay with a probe floor, a float column
-    DELAY_less_probe: the delay minus the floor (the mean time the probes
-    spent inside it, df.attrs["probe_floor"]); an estimate of what the delay
+    DELAY_less_probe: the delay minus the mean time the probes spent inside
+    it (df.attrs["probe_floor"], mean_ns); an estimate of what the delay
     would have been untraced, per packet only on average.
     df.attrs["histograms"]: the last COUNTERS (or END) chunk's stage histograms,
     a list of series (record/hist.py), or None; df.attrs["hist_drops"] the
@@ -69,7 +70,7 @@ def load(path, verify=True, strict=False, less_probe=False):
     df = to_dataframe(rf)
     if less_probe:
         for col, f in (df.attrs["probe_floor"] or {}).items():
-            df[f"{col}_less_probe"] = df[col] - f["floor_ns"]
+            df[f"{col}_less_probe"] = df[col] - f["mean_ns"]
     for note in rf.notes:
         warnings.warn(f"{rf.path}: {note}", RecordFileWarning, stacklevel=2)
     if rf.problems:
@@ -101,7 +102,8 @@ def to_dataframe(rf):
     starts = np.cumsum([0] + [len(arr) for arr in rf.records[:-1]])
     # numpy lets go of the GIL inside each step: chunks side by side
     with ThreadPoolExecutor(min(THREADS, len(os.sched_getaffinity(0)))) as pool:
-        bad_stage = sum(pool.map(cols.fill, rf.records, starts))
+        filled = list(pool.map(cols.fill, rf.records, starts))
+    bad_stage = sum(n for n, _ in filled)
 
     problems = []
     if not np.array_equal(rf.flows["id"], np.arange(len(rf.flows))):
@@ -110,10 +112,12 @@ def to_dataframe(rf):
            "records have a status value this reader does not know")
     _count(problems, bad_stage,
            "dropped records have a drop stage this reader does not know")
-    missing = cols.addresses_from_records()
+    missing, flow_none = cols.addresses_from_records()
     if missing:
         problems.append(f"{missing} records name a flow that is not in the FLOWS table "
                         "(their src and dst come from the records themselves)")
+    if rf.verify:
+        problems += invariants.problems(rf, [t for _, t in filled], flow_none)
 
     out = {t: cols.copied[t] for t in cols.times}
     out.update(cols.delays)
@@ -134,17 +138,42 @@ def to_dataframe(rf):
     rf.problems.extend(problems)
     clock = clock_facts(rf.header)
     costs = probe_cost(rf.counters)
-    df.attrs.update(header=rf.header, trailer=rf.trailer, counters=rf.counters,
-                    truncated=rf.truncated, path=rf.path, problems=list(rf.problems),
-                    dropped_records=rf.dropped_records, notes=list(rf.notes),
-                    clock=clock, clock_problems=clock_problems(clock, rf.header),
-                    cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
-                    probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
-                    histograms=hist.series(rf.counters),
-                    hist_drops=hist.drops(rf.counters),
-                    sampling=sampling.summary(rf.header, rf.counters),
-                    calibration=None if why else cal)
+    attrs = dict(header=rf.header, trailer=rf.trailer, counters=rf.counters,
+                 truncated=rf.truncated, path=rf.path, problems=rf.problems,
+                 dropped_records=rf.dropped_records, notes=rf.notes,
+                 clock=clock, clock_problems=clock_problems(clock, rf.header),
+                 cross_cpu=int(np.count_nonzero(cols.derived["cross_cpu"])),
+                 probe_cost=costs, probe_floor=delay_floors(rf.header, costs),
+                 histograms=hist.series(rf.counters),
+                 hist_drops=hist.drops(rf.counters),
+                 sampling=sampling.summary(rf.header, rf.counters),
+                 calibration=None if why else cal)
+    df.attrs.update({k: _shared(v) for k, v in attrs.items()})
     return df
+
+
+class SharedDict(dict):
+    """A dict of df.attrs that pandas does not copy. pandas deep-copies
+    df.attrs into the result of every operation: with a header of megabytes
+    that took longer than the operation itself. Every frame made from a
+    loaded one shares these: change them on a copy of your own."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class SharedList(list):
+    """A list of df.attrs that pandas does not copy (SharedDict)."""
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _shared(v):
+    """v as a value of df.attrs: a dict or a list shared, not copied."""
+    if isinstance(v, dict):
+        return SharedDict(v)
+    return SharedList(v) if isinstance(v, list) else v
 
 
 def probe_cost(counters):
@@ -217,24 +246,27 @@ class _Columns:
         self.codes = {name: np.empty(n, dtype=lut.dtype) for name, lut in luts.items()}
         self.codes.update(status=np.empty(n, np.int8), drop_stage=np.empty(n, np.int8))
         self.unflowed = []  # (rows, records) whose flow id is not in the flow table
+        # verify=False opts out of every check of what the file says
+        self.rules = Rules(rf, self.times, self.delay_defs, self.if_lut) if rf.verify else None
 
     def fill(self, arr, pos):
         """Fill rows pos.. with the records of one chunk; returns how many of
-        its dropped records have a drop stage past the known ones. Chunks may
-        be filled at once, in threads: each writes its own rows only."""
+        its dropped records have a drop stage past the known ones, and what the
+        file's invariants found in it (a Tally). Chunks may be filled at once,
+        in threads: each writes its own rows only."""
         bad_stage = 0
+        tally = Tally()
         fields = {f: arr[f] for f in self.copied}
         status_f, stage_f = arr["status"], arr["drop_stage"]
         zero = {t: np.empty(min(BLOCK, len(arr)), bool) for t in self.times}
         either = np.empty(min(BLOCK, len(arr)), bool)
+        scratch = np.empty(min(BLOCK, len(arr)), np.uint64)
         for lo in range(0, len(arr), BLOCK):
             hi = min(lo + BLOCK, len(arr))
             k, sl = hi - lo, slice(pos + lo, pos + hi)
             col = {f: c[sl] for f, c in self.copied.items()}
             for f, c in col.items():
                 c[...] = fields[f][lo:hi]
-            # the wire packets a record stands for: 0 in the file is one
-            np.maximum(col["segs"], 1, out=col["segs"])
             for t in self.times:
                 np.equal(col[t], 0, out=zero[t][:k])
             for name, later, earlier in self.delay_defs:
@@ -271,17 +303,24 @@ class _Columns:
             cross = self.derived["cross_cpu"][sl]
             np.not_equal(col["cpu_in"], col["cpu_out"], out=cross)
             cross &= c["status"] == _COMPLETE
-        return bad_stage
+            if self.rules:
+                self.rules.block(tally, pos + lo, col, {t: z[:k] for t, z in zero.items()},
+                                 {name: self.delays[name][sl]
+                                  for name, _, _ in self.delay_defs},
+                                 c, arr[lo:hi], family, scratch[:k])
+            # the wire packets a record stands for: 0 in the file is one
+            np.maximum(col["segs"], 1, out=col["segs"])
+        return bad_stage, tally
 
     def addresses_from_records(self):
         """Give records without a known flow their src/dst from their own addresses.
 
         Returns how many of them had a flow id that should have been in the
-        table; FLOW_NONE (the recorder's table was full) is expected and counted
-        in the trailer instead.
+        table, and how many FLOW_NONE (the recorder's table was full: expected,
+        and counted in the trailer).
         """
         if not self.unflowed:
-            return 0
+            return 0, 0
         rows = np.concatenate([r for r, _ in self.unflowed])
         recs = np.concatenate([a for _, a in self.unflowed])
         family = np.where(recs["flags"] & fmt.F_IPV6, 6, 4).astype(np.uint8)
@@ -296,7 +335,8 @@ class _Columns:
             if np.dtype(_code_type(len(names))).itemsize > codes.itemsize:
                 codes = self.codes[col] = codes.astype(_code_type(len(names)))
             codes[rows] = new[inverse.ravel()]
-        return int(np.count_nonzero(recs["flow"] != fmt.FLOW_NONE))
+        none = int(np.count_nonzero(recs["flow"] == fmt.FLOW_NONE))
+        return len(recs) - none, none
 
 
 def _code_type(ncategories):

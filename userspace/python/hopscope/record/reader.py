@@ -12,6 +12,7 @@ counted, and named with where it is; a damaged header is refused.
 import json
 import mmap
 import os
+import re
 import stat
 import zlib
 from dataclasses import dataclass
@@ -20,6 +21,7 @@ import numpy as np
 
 from . import format as fmt
 from . import hist, probecost, sampling
+from .invariants import Problem
 
 try:  # ISA-L's CRC-32 (the same zlib CRC) is about 4x faster: checked loads stay fast
     from isal.isal_zlib import crc32 as _crc32
@@ -85,6 +87,7 @@ class RecordFile:
         self.verify = verify
         self.records, self.snapshots, self.chunks, self.problems = [], [], [], []
         self.notes = []
+        self._records_seen = {}  # (CRC32, count, first record) -> its RECORDS chunk
         self.dropped_records = 0
         self.flows = np.zeros(0, dtype=fmt.FLOW_DTYPE)
         self.trailer = None
@@ -263,6 +266,14 @@ class RecordFile:
         """Keep one whole, intact chunk."""
         m = self._map
         if c.type == fmt.CHUNK_RECORDS:
+            # every record has its own seq: one chunk's CRC, count and first
+            # record again are that chunk repeated, whatever its index says
+            same = self._records_seen.setdefault(
+                (c.crc32, c.count, bytes(m[c.payload:c.payload + fmt.RECORD_SIZE])), c)
+            if same is not c:
+                self.problems.append(Problem(f"{c.describe()} repeats {same.describe()}: the "
+                                             "same records, left out", "chunks", c.count))
+                return
             self.records.append(np.frombuffer(m, fmt.RECORD_DTYPE, c.count, c.payload))
         elif c.type == fmt.CHUNK_FLOWS:
             flows.append(np.frombuffer(m, fmt.FLOW_DTYPE, c.count, c.payload))
@@ -331,18 +342,88 @@ class RecordFile:
 
 def _parse_json(raw, what, fail, notes):
     """The JSON text raw (bytes) as Python objects; fail(message) when it is not JSON.
-    Bytes that are not UTF-8 become U+FFFD (noted), never a refusal."""
+    Bytes that are not UTF-8 become U+FFFD (noted), never a refusal; so do
+    escaped lone surrogates (valid JSON, not characters: printing one raises).
+    Containers nested deeper than MAX_DEPTH are read as null (noted)."""
+    raw, cut = _cut_deep(raw)
+    if cut:
+        notes.append(f"{what} nests containers more than {MAX_DEPTH} levels deep "
+                     f"({len(cut)} places, the first at byte {cut[0]}): read as null")
     try:
         text = raw.decode()
     except UnicodeDecodeError:
         text = raw.decode(errors="replace")
         notes.append(f"{what} holds bytes that are not UTF-8, read as U+FFFD")
     try:
-        return json.loads(text)
+        obj = json.loads(text)
     except RecursionError:
         fail(f"{what} is nested too deeply")
     except ValueError as e:  # JSONDecodeError; an integer of more than 4300 digits
         fail(f"{what} is not valid JSON ({e})")
+    if _SURROGATE_ESCAPE.search(text) and isinstance(obj, (dict, list)):
+        n = _replace_surrogates(obj)
+        if n:
+            notes.append(f"{what} holds {n} strings with escaped lone surrogates "
+                         "(\\ud800-\\udfff, not characters), read as U+FFFD")
+    return obj
+
+
+# Deeper than any part of the documented JSON; what lies below is no reader's
+# (an unknown key) and would only make parsing, copying and printing recurse
+MAX_DEPTH = 64
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _cut_deep(raw):
+    """raw (JSON bytes) with every container below MAX_DEPTH replaced by null,
+    and the byte offsets where they were; raw itself when none is (or it is
+    not balanced JSON: the parse then says so). Escapes are read left to
+    right: once the escaped backslashes are masked, every backslash before a
+    quote escapes it, and the quotes left delimit the strings."""
+    b = np.frombuffer(raw.replace(b"\\\\", b"__").replace(b'\\"', b"__"), np.uint8)
+    outside = (np.cumsum(b == ord('"'), dtype=np.int64) & 1) == 0
+    opens = ((b == ord("[")) | (b == ord("{"))) & outside
+    closes = ((b == ord("]")) | (b == ord("}"))) & outside
+    depth = np.cumsum(opens.astype(np.int64) - closes)
+    starts = np.flatnonzero(opens & (depth == MAX_DEPTH + 1))
+    if not len(starts):
+        return raw, []
+    ends = np.flatnonzero(closes & (depth == MAX_DEPTH))
+    at = np.searchsorted(ends, starts)
+    if at[-1] >= len(ends):
+        return raw, []
+    parts, last = [], 0
+    for start, end in zip(starts, ends[at]):
+        parts += [raw[last:start], b"null"]
+        last = end + 1
+    return b"".join(parts + [raw[last:]]), starts.tolist()
+
+
+def _replace_surrogates(obj):
+    """Replace lone surrogates in the strings (keys too) of obj, in place, with
+    U+FFFD; how many strings had them."""
+    found = 0
+
+    def fix(v):
+        nonlocal found
+        if isinstance(v, str) and _SURROGATE.search(v):
+            found += 1
+            return _SURROGATE.sub("\ufffd", v)
+        return v
+
+    todo = [obj]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, dict):
+            items = [(fix(k), fix(v)) for k, v in node.items()]
+            node.clear()
+            node.update(items)
+        else:
+            node[:] = [fix(v) for v in node]
+        todo += [v for v in (node.values() if isinstance(node, dict) else node)
+                 if isinstance(v, (dict, list))]
+    return found
 
 
 # ---- the shapes of the JSON parts: what readers use, checked before it is used ----
@@ -352,6 +433,10 @@ _U64 = 1 << 64
 
 def _int(v):
     return type(v) is int and -_U64 < v < _U64
+
+
+def _u64(v):
+    return type(v) is int and 0 <= v < _U64
 
 
 def _kind(v):
@@ -435,10 +520,11 @@ def check_counters(obj):
             return f"{k!r} is {_kind(v)}, expected an object"
         for name, x in v.items():
             if name == "records_by_status":
-                if not isinstance(x, dict) or not all(_int(y) for y in x.values()):
-                    return f"{k}.{name} is not an object of integers"
-            elif (k == "counters" or name in _USERSPACE_INT) and not _int(x):
-                return f"{k}.{name} is {_kind(x)}, expected an integer"
+                if not isinstance(x, dict) or not all(_u64(y) for y in x.values()):
+                    return f"{k}.{name} is not an object of counts (integers 0 to 2^64-1)"
+            elif (k == "counters" or name in _USERSPACE_INT) and not _u64(x):
+                return (f"{k}.{name} is {_kind(x)} {str(x)[:40]}, expected a count "
+                        "(an integer 0 to 2^64-1)")
     ifaces = obj.get("ifaces")
     if ifaces is not None and (not isinstance(ifaces, dict) or not all(
             isinstance(v, dict) and v.get("state") in ("up", "down", "gone") and

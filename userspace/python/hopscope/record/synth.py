@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from . import format as fmt
-from . import header
+from . import header, probecost
 
 # (name, ifindex, role) of the synthetic router's interfaces
 _INTERFACES = (("r-s1", 2, "in"), ("r-s2", 3, "in"), ("r-rx", 4, "out"))
@@ -243,23 +243,23 @@ def probe_cost(**samples):
     """A "probe_cost" object (docs/record-format.md) as the recorder would sum
     it from these exit - entry samples (ns) per stage name."""
     out = {}
+    edges = probecost.bucket_edges(probecost.COST_LAYOUT)
     for stage, v in samples.items():
         s = np.asarray(v, np.int64)
-        top = header.COST_BUCKETS * header.COST_BUCKET_NS
-        hist = np.trim_zeros(np.bincount(s[s < top] // header.COST_BUCKET_NS,
-                                         minlength=header.COST_BUCKETS), "b")
+        top = edges[-1]
+        hist = np.trim_zeros(np.histogram(s[s < top], edges)[0], "b")
         out[stage] = {"n": len(s), "sum_ns": int(s.sum()),
                       "sum_sq": int((np.minimum(s, header.COST_SQ_CAP) ** 2).sum()),
                       "max_ns": int(s.max()), "over": int((s >= top).sum()),
                       "hist": [int(x) for x in hist]}
-    return {"sample_shift": header.COST_SAMPLE_SHIFT, "bucket_ns": header.COST_BUCKET_NS,
-            "sq_cap_ns": header.COST_SQ_CAP, "stages": out}
+    return dict(probecost.COST_LAYOUT, stages=out)
 
 
 def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65536,
                     rate_pps=200_000, drop_fraction=0.002, inflight=3, flows_per_sender=2,
                     max_flows=None, snapshot_every=4, end=True, truncate_bytes=0,
-                    corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None):
+                    corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None,
+                    start_mono=5_000_000_000_000):
     """Write an n-record file to path and return a Synthetic describing it.
 
     stages: enabled stage names (the core four are always there).
@@ -270,10 +270,10 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     corrupt_chunk=i overwrites the magic of the i-th chunk (file order);
     bad_crc_chunk=i flips a payload byte of the i-th chunk, leaving its CRC stale.
     probe_cost: the COUNTERS and END chunks' "probe_cost" object, as given.
+    start_mono: CLOCK_MONOTONIC at the start, ns (the machine's uptime).
     """
     stages = [s for s in fmt.STAGE_NAMES if s in set(stages) | set(fmt.CORE_STAGES)]
     rng = np.random.default_rng(seed)
-    start_mono = 5_000_000_000_000
     mono_to_real = 1_700_000_000_000_000_000
     header = _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender)
     records, flows = _records(n, rng, stages, start_mono, rate_pps, drop_fraction,

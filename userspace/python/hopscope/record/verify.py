@@ -1,6 +1,7 @@
 """`hopscope verify FILE...`: the header's CRC32 (version 2 files), every
-chunk's structure, number and CRC32, every record's status and flow; exit 0
-only when each file is whole and intact."""
+chunk's structure, number and CRC32, every record's status and flow, and the
+file's invariants (what it says, checked against itself: invariants.py);
+exit 0 only when each file is whole, intact and consistent."""
 import sys
 
 from . import format as fmt
@@ -11,8 +12,11 @@ from .reader import RecordFile, RecordFileError
 def add_arguments(p):
     p.add_argument("files", nargs="+", metavar="FILE", help="record files (.hsr)")
     p.epilog = ("Checks the header's CRC32, reads every chunk, checks its CRC32 and every\n"
-                "record's status and flow.\n"
-                "Exit status 0 when every file is whole and intact, 1 otherwise.\n\n"
+                "record's status and flow, and what the file says against itself: times\n"
+                "within the run, stage order, status against stages, interfaces against\n"
+                "the header, END's counts against the records (docs/record-format.md,\n"
+                "\"The file's invariants\").\n"
+                "Exit status 0 when every file is whole, intact and consistent, 1 otherwise.\n\n"
                 "example:\n  hopscope verify run.hsr")
 
 
@@ -21,7 +25,7 @@ def run(args, parser):
     for path in args.files:
         try:
             rf = RecordFile(path, verify=True)
-            to_dataframe(rf)  # adds what is wrong with the records to rf.problems
+            to_dataframe(rf)  # adds what the records and counts say wrongly to rf.problems
         except RecordFileError as e:
             print(e, file=sys.stderr)
             bad += 1

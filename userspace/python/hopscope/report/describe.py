@@ -119,7 +119,8 @@ def describe(df):
     counters = (a["counters"] or {}).get("counters") or {}
     nonzero = ", ".join(f"{k} {v}" for k, v in counters.items() if v)
     out.append(("counters", nonzero or "none"))
-    out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]) or "none"))
+    broken = [b for b in map(budget.floor_broken, delays) if b]
+    out.append(("problems", "; ".join(a["problems"] + a["clock_problems"] + broken) or "none"))
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
     return out
@@ -212,7 +213,8 @@ def budget_lines(df, delays):
         idle = (f"; {r['idle']['packets']} packets that found the router idle: p50 "
                 f"{_us(r['idle']['p50_ns'])}" if r["idle"] else "")
         out.append(("budget", f"{r['delay']} ({r['span']}, probes {r['probes'] or 'none'}): "
-                              f"floor {_us(r['floor_ns'])}, spread {_us(r['spread_ns'], '±')}, "
+                              f"floor {_us(r['floor_ns'])}, mean {_us(r['mean_ns'])}, "
+                              f"spread {_us(r['spread_ns'], '±')}, "
                               f"p99 floor <= {_us(r['p99_floor_ns'])}, uncertainty "
                               f"{_us(r['uncertainty_ns'], '±')}{cross}{idle}"))
     pc = df.attrs.get("probe_cost")

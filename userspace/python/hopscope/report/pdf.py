@@ -175,16 +175,17 @@ def _budget(f, label, df, a):
     for r in delays:
         p50, p99 = (_us(q.loc[r["delay"], c]) for c in ("p50", "p99"))
         rows.append([r["delay"], r["span"], r["probes"] or "none", p50, p99,
-                     _opt_us(r["floor_ns"]), _opt_us(r["spread_ns"]),
+                     _opt_us(r["floor_ns"]), _opt_us(r["mean_ns"]), _opt_us(r["spread_ns"]),
                      _opt_us(r["p99_floor_ns"]), _opt_us(r["uncertainty_ns"]),
                      _opt_us(r["calibrated_ns"]), str(r["cross_cpu"]),
                      _opt_us(r["idle"]["p50_ns"]) if r["idle"] else "—"])
     ax_d, ax_i, ax_t = f.subplots(3, 1, height_ratios=[2.2, 2.2, 1])
     fig.table(ax_d, rows, ["delay", "span", "probes inside", "p50 (µs)", "p99 (µs)",
-                           "probe floor", "spread (sd)", "p99 floor ≤", "uncertainty ±",
-                           "calibrated", "cross-CPU", "idle p50"],
+                           "probe floor", "probe mean", "spread (sd)", "p99 floor ≤",
+                           "uncertainty ±", "calibrated", "cross-CPU", "idle p50"],
               f"error budget — {label}: every delay with the probes' share of it (µs)",
-              widths=[0.06, 0.09, 0.22, 0.06, 0.06, 0.07, 0.07, 0.07, 0.08, 0.07, 0.06, 0.06])
+              widths=[0.06, 0.08, 0.17, 0.06, 0.06, 0.07, 0.07, 0.07, 0.07, 0.08, 0.07, 0.06,
+                      0.06])
     irows = [[r["instant"], r["hook"], r["clock"], _opt_us(r["baseline_ns"]),
               _opt_us(r["uncertainty_ns"])] for r in budget.instants(df)]
     fig.table(ax_i, irows, ["instant", "hook (stamped as the probe starts)", "clock",
@@ -194,13 +195,16 @@ def _budget(f, label, df, a):
     pc = df.attrs.get("probe_cost")
     note = ("No probe cost samples in this file (--floor, a kernel module older than ABI 2, "
             "or a file written before them): the floor is unknown here." if not pc else
-            f"Probe floor: the probes' mean time inside the delay, from "
-            f"{max(c['samples'] for c in pc.values())} sampled packets of this run; spread: "
-            "its standard deviation. Not in it: the hooks' calls into the probes. "
+            f"Probe floor: the probes' time inside the delay that all but 1 % of "
+            f"{max(c['samples'] for c in pc.values())} sampled packets of this run exceed, "
+            "so the delays may fall below it no more often; probe mean: what they add on "
+            "average; spread: its standard deviation. Not in them: the hooks' calls into the "
+            "probes. "
             "Uncertainty: the spread with the clock's resolution at both ends. Records "
             "whose ends ran on two CPUs also hold the TSC offset between them. Idle p50: "
             "the delay of the packets that found the router idle (probes and kernel). "
-            "Method and ground truth: docs/accuracy.md.")
+            "Method and ground truth: docs/accuracy.md."
+            + "".join(f" BROKEN: {b}." for b in map(budget.floor_broken, delays) if b))
     ax_t.text(0, 0.9, note, va="top", wrap=True, fontsize=9, transform=ax_t.transAxes)
 
 

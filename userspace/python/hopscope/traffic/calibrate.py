@@ -130,13 +130,15 @@ def table(cal):
     """The calibration as text: per stage, per core delay, idle delays."""
     lines = [f"calibration: {cal['records']} packets, backend {cal['backend']}, kernel "
              f"{cal['kernel']}, clocksource {cal['clock'].get('clocksource')}",
-             f"{'probe':<8} {'floor ns':>9} {'spread':>8} {'p99':>7} {'max':>8} {'samples':>8}"]
+             f"{'probe':<8} {'floor ns':>9} {'mean':>7} {'spread':>8} {'p99':>7} {'max':>8} "
+             f"{'samples':>8}"]
     for s, c in cal["stages"].items():
-        lines.append(f"{s:<8} {c['floor_ns']:>9.0f} {c['spread_ns']:>8.0f} {c['p99_ns']:>7} "
-                     f"{c['max_ns']:>8} {c['samples']:>8}")
-    lines.append(f"{'delay':<8} {'floor ns':>9} {'spread':>8}   probes (core stages only)")
+        lines.append(f"{s:<8} {c['floor_ns']:>9.0f} {c['mean_ns']:>7.0f} {c['spread_ns']:>8.0f} "
+                     f"{c['p99_ns']:>7} {c['max_ns']:>8} {c['samples']:>8}")
+    lines.append(f"{'delay':<8} {'floor ns':>9} {'mean':>7} {'spread':>8}   "
+                 "probes (core stages only)")
     for d, f in cal["delays"].items():
-        lines.append(f"{d:<8} {f['floor_ns']:>9.0f} {f['spread_ns']:>8.0f}   "
+        lines.append(f"{d:<8} {f['floor_ns']:>9.0f} {f['mean_ns']:>7.0f} {f['spread_ns']:>8.0f}   "
                      + " + ".join(f["stages"]))
     lines.append(f"{'idle':<8} {'p50 ns':>9} {'p99':>8}   packets that found the router idle")
     for d, f in cal["idle"].items():

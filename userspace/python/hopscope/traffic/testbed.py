@@ -48,9 +48,10 @@ class Testbed:
         return r.stdout
 
     def up(self, *args, shield="router"):
-        """testbed.sh up ARGS; shield: the CPUs kept for the testbed
-        ("router", the default: measurements want the router's CPU to the
-        router; "senders"; None or False: shared)."""
+        """testbed.sh up ARGS; shield: the CPUs the testbed keeps its own
+        processes (this one's, and what it starts) off ("router", the
+        default: measurements want the router's CPU to the router;
+        "senders"; None or False: shared). No other task is moved."""
         self.run("up", *args, *(["--shield", shield] if shield else []))
         return self
 

@@ -145,9 +145,10 @@ def search(cond, lo, hi, resolution, run_trial, progress=None):
 def trial_runner(outdir, prefix, trial_seconds):
     """run_trial for search(): one run of the condition at a rate, in its own
     folder. A trial records nothing, so its shield keeps the senders' CPU
-    rather than the router's (testbed.sh --shield senders; with two CPUs all
-    else shares the router's): the router forwards in softirq, which preempts
-    other tasks, while a generator sharing its CPU sends less than asked."""
+    rather than the router's (testbed.sh --shield senders; with two CPUs the
+    rest of the run's processes share the router's): the router forwards in
+    softirq, which preempts other tasks, while a generator sharing its CPU
+    sends less than asked."""
     def run_trial(cond, rate, index):
         if cond.testbed["shield"] is True:
             cond = replace(cond, testbed={**cond.testbed, "shield": "senders"})
