@@ -115,8 +115,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"\n"
 		"`hopscope COMMAND --help` tells more.\n"
-		"EXAMPLE:\n"
-		"  hopscope record --netns router --in r-s1,r-s2 --out r-rx -d 10 -o run.hsr\n");
+		"EXAMPLES:\n"
+		"  hopscope record --in eth0 --out eth1 -d 10 -o run.hsr     10 s of this host's routing\n"
+		"  hopscope describe run.hsr                                 what it recorded\n"
+		"  hopscope record --netns router --in r-s1,r-s2 --out r-rx -d 10 -o run.hsr\n"
+		"                                                            the testbed's router\n");
 }
 
 #define FIELD(s, f) printf("%s.%s %zu %zu\n", #s, #f, offsetof(struct s, f), sizeof(((struct s *)0)->f))

@@ -9,7 +9,7 @@ import shutil
 import subprocess
 import sys
 
-from testlib import sh
+from testlib import namespaces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 BENCH = os.path.join(ROOT, "evaluation", "bench", "overhead.py")
@@ -26,7 +26,7 @@ def test_a_short_run_measures_every_configuration(tmp_path):
     try:
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
     finally:
-        left = [n for n in sh("ip", "netns", "list").stdout.split() if n.startswith(PREFIX)]
+        left = namespaces(PREFIX)
         assert not left, left
     res = json.loads(out.read_text())
     rnd = res["rounds"][0]["64"]

@@ -7,6 +7,7 @@ import sys
 import time
 
 from hopscope.traffic.testbed import Testbed
+from testlib import namespaces
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PREFIX = "hst-cp-"
@@ -36,8 +37,7 @@ def take_testbed_down():
 
 
 def our_namespaces():
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]
+    return namespaces(PREFIX)
 
 
 def our_processes():

@@ -101,6 +101,12 @@ def last_prog_id():
     return max((p["id"] for p in progs), default=0)
 
 
+def namespaces(prefix):
+    """The network namespaces whose names start with prefix."""
+    return [line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines()
+            if line.startswith(prefix)]
+
+
 def namespaced_testbed(prefix):
     """A fixture's body: a Testbed on prefix, taken down before (whatever an
     interrupted run left) and after; then no namespace of it and no BPF

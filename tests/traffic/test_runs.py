@@ -21,7 +21,7 @@ from hopscope.traffic.testbed import Testbed
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from rawrecord import STAGE, STATUS, Raw
-from testlib import ditg_logged_but_a_tail
+from testlib import ditg_logged_but_a_tail, namespaces
 
 PREFIX = "hst-tr-t-"
 ADDR = {"sender1": "198.18.1.2", "sender2": "198.18.2.2"}
@@ -33,8 +33,7 @@ def take_testbed_down():
 
 
 def our_namespaces():
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return [line.split()[0] for line in out.splitlines() if line.startswith(PREFIX)]
+    return namespaces(PREFIX)
 
 
 def netns_inodes():
