@@ -258,7 +258,7 @@ mask_value() {
 }
 
 # Which CPU each role runs on: sets CPU_SENDER, CPU_ROUTER, CPU_RECEIVER.
-# With two CPUs the receiver shares the router's (docs/measurements.md: a
+# With two CPUs the receiver shares the router's (evaluation/measurements.md: a
 # router with its own CPU); with more it gets CPU1 to itself.
 plan_cpus() {
 	local n last
@@ -336,7 +336,7 @@ make_link() {	# host-role host-if router-if subnet
 }
 
 # Router output straight into the receiver's veth NAPI rather than the
-# backlog its input uses ("rpsq" in docs/measurements.md).
+# backlog its input uses ("rpsq" in evaluation/measurements.md).
 receiver_on_napi() {
 	hs_in "$(ns_of receiver)" ethtool -K "$RX_IF" gro on
 	hs_in "$(ns_of router)" ethtool -K "$ROUTER_OUT" tso off

@@ -1,9 +1,9 @@
 #!/bin/busybox sh
-# /init of bench/kmod_overhead's guest (run.sh with HS_QEMU_GUEST): what the
+# /init of evaluation/bench/kmod_overhead.py's guest (run.sh with HS_QEMU_GUEST): what the
 # kernel module costs the router per packet, against its empty probes
 # (`hopscope record --floor`) and no module at all. The router of
 # guest-router.sh forwards a UDP flood inline on the sender's CPU0 (no RPS),
-# as bench/overhead's; the recorder runs on CPU1. The receiver drops every
+# as evaluation/bench/overhead.py's; the recorder runs on CPU1. The receiver drops every
 # packet at its IP input (sent to a MAC not its own), so --no-drops: its
 # kfree_skb is the testbed's, not the router's. Rounds of untraced, floor
 # and traced, their order rotated; per run one line

@@ -298,7 +298,7 @@ test_cli() {
 		expect auto_picks_kmod "no BPF netfilter link: auto said so $picked time(s)" "$picked" -ge 1
 		skipped backends_agree "no BPF netfilter link on this kernel"
 	fi
-	# --floor (bench/kmod_overhead): the module's probes return at once, the
+	# --floor (evaluation/bench/kmod_overhead.py): the module's probes return at once, the
 	# router forwards, the file holds no record and no cost sample
 	f0=$(forwarded)
 	rm -f /tmp/floor.ready

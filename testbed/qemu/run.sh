@@ -6,7 +6,7 @@
 # boot a stock kernel) with a minimal initramfs that runs guest.sh, and read
 # its CHECK and RESULT lines from the serial console.
 # Work files and the console log go to build/qemu/RELEASE/ (HS_QEMU_DIR).
-# HS_QEMU_GUEST: another /init for the same guest (bench/kmod_overhead's
+# HS_QEMU_GUEST: another /init for the same guest (evaluation/bench/kmod_overhead.py's
 # bench-guest.sh), its work files in build/qemu/RELEASE/NAME/.
 # Exit: 0 every kernel passed, 1 a check failed, 77 QEMU or headers missing.
 set -eu

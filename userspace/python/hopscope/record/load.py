@@ -41,7 +41,7 @@ _X86 = ("x86_64", "i386", "i486", "i586", "i686")
 # thread was fastest at 8192 (bigger blocks fall out of cache, smaller ones
 # pay numpy's per-call cost); two threads at 32768, where each holds the GIL
 # between numpy's calls less often: 10 M records 0.23-0.27 s warm, against
-# 0.35-0.37 s for one thread at 8192 (docs/measurements.md)
+# 0.35-0.37 s for one thread at 8192 (evaluation/measurements.md)
 BLOCK = 32768
 THREADS = 2
 

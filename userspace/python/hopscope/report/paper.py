@@ -204,7 +204,7 @@ def markdown(conditions, outcomes, drawn, dirs):
     out = ["# Reproduction of Angrisani et al. (IEEE TIM 2006), Sec. IV-D and IV-E", "",
            "Written by `hopscope paper` from the campaigns " +
            ", ".join(f"`{d}`" for d in dirs) + ". Method, statistics and tolerances: "
-           "docs/paper-reproduction.md; the tolerances are fixed in "
+           "evaluation/paper/README.md; the tolerances are fixed in "
            "hopscope/analysis/paper_claims.py.", "", "## Conditions", "",
            "| set | condition | senders | repetitions | arrival |", "|---|---|---|---|---|"]
     for c in sorted(conditions, key=lambda c: (str(c.set), c.name)):
