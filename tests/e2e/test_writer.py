@@ -31,7 +31,7 @@ static void add(__u32 src, __u8 status, __u64 t1)
 	r.status = status;
 	r.t[HS_T1] = t1;
 	if (status == HS_ST_COMPLETE)
-		r.t[HS_T2] = t1 + 1, r.t[HS_T3] = t1 + 2, r.t[HS_T4] = t1 + 3;
+		r.t[HS_T2] = t1 + 1, r.t[HS_T3] = t1 + 2, r.t[HS_T4] = t1 + 3, r.out_ifindex = 3;
 	r.seq = hs_seq(0, t1);
 	if (hs_writer_add(&w, &r))
 		_exit(1);
@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 {
 	char end[256];
 
-	if (hs_writer_open(&w, argv[1], "{\"format\":\"hopscope-record\",\"version\":1,"
+	if (hs_writer_open(&w, argv[1], "{\"format\":\"hopscope-record\",\"version\":2,"
 			   "\"stages\":[\"t1\",\"t2\",\"t3\",\"t4\"]}"))
 		return 1;
 	/* the ring's records first, as every backend hands them over */
