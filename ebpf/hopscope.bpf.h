@@ -213,6 +213,9 @@ HS_EXTERN volatile __u64 hs_drops_nokey HS_ZERO;
  * re-created (a new ifindex) without reloading the programs */
 HS_EXTERN volatile __u32 hs_in_if[HS_MAX_IFACES] HS_ZERO;
 HS_EXTERN volatile __u32 hs_out_if[HS_MAX_IFACES] HS_ZERO;
+/* devices on the way to a traced output or back in (hs_config.pass_if):
+ * their start_xmit is passed by */
+HS_EXTERN volatile __u32 hs_pass_if[HS_MAX_IFACES] HS_ZERO;
 
 /* flight recorder (include/hopscope.h): per CPU cfg_flight_n entries (the
  * loader sizes it), its place and counts, and the trigger for the recorder */
@@ -423,7 +426,7 @@ static __always_inline struct hs_record *hs_slot(__u64 seq)
  *    with cmpxchg(field: mine -> 0), which leaves a value anyone else wrote
  *    since alone. At worst the next packet loses a stamp it made in that
  *    window (0, "not seen"); it never carries another packet's instant.
- * A slot released is seq 0 (free); `done` is no longer used.
+ * A slot released is seq 0 (free).
  */
 static __always_inline __u64 hs_seq_now(struct hs_record *rec, __u64 seq)
 {
@@ -669,7 +672,7 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 	__builtin_memcpy(out, rec, sizeof(*out));
 	out->status = status;
 	out->flow = mark;
-	out->done = 0;
+	out->path = HS_PATH_STACK;	/* t4 names the path of what leaves */
 	return out;
 }
 
@@ -783,11 +786,11 @@ static __always_inline void hs_hist_add(struct hs_hist *h, __u64 later, __u64 ea
 		h->overflow++;
 }
 
-/* the series of (output, tos), its index taken on its first packet; NULL:
- * every index is taken (counted) */
-static __always_inline struct hs_hist_set *hs_hist_series(__u32 out_pos, __u8 tos)
+/* the series of (output, tos, path), its index taken on its first packet;
+ * NULL: every index is taken (counted) */
+static __always_inline struct hs_hist_set *hs_hist_series(__u32 out_pos, __u8 tos, __u8 path)
 {
-	__u64 key = hs_hist_key(out_pos, tos), at = (key * 0x9e3779b97f4a7c15ull) >> 60;
+	__u64 key = hs_hist_key(out_pos, tos, path), at = (key * 0x9e3779b97f4a7c15ull) >> 60;
 	__u32 zero = 0, *idx, n;
 	struct hs_hist_cache *c = bpf_map_lookup_elem(&hist_cache, &zero);
 
@@ -817,10 +820,11 @@ static __always_inline struct hs_hist_set *hs_hist_series(__u32 out_pos, __u8 to
 
 /* A complete packet's delays into its series: t its stamps, t4 included;
  * out_pos its output's place among the --out interfaces */
-static __always_inline void hs_hist_packet(const __u64 *t, __u32 out_pos, __u8 tos)
+static __always_inline void hs_hist_packet(const __u64 *t, __u32 out_pos, __u8 tos,
+					   __u8 path)
 {
 	static const __u8 later[HS_NDELAYS] = HS_DELAY_LATER, earlier[HS_NDELAYS] = HS_DELAY_EARLIER;
-	struct hs_hist_set *set = hs_hist_series(out_pos, tos);
+	struct hs_hist_set *set = hs_hist_series(out_pos, tos, path);
 
 	if (!set)
 		return;

@@ -85,7 +85,8 @@ HS_STAGE_LIST(HS_X_AT_PLACE)
 	X(HS_ST_EVICTED, 3, "evicted")		/* slot reused first: lost by the tracer */ \
 	X(HS_ST_COLLISION, 4, "collision")	/* one key twice in flight where it must match */ \
 	X(HS_ST_INFLIGHT, 5, "inflight")	/* inside at the stop (unless HS_F_T4_UNSEEN) */ \
-	X(HS_ST_OTHER_OUT, 6, "other_out")	/* forwarded out of an untraced interface */
+	X(HS_ST_OTHER_OUT, 6, "other_out")	/* forwarded out of an untraced interface */ \
+	X(HS_ST_PARTIAL, 7, "partial")		/* out of a traced interface with t2 or t3 alone */
 
 enum hs_status {
 	HS_ST_NONE,
@@ -109,6 +110,30 @@ HS_STATUS_LIST(HS_X_AT_PLACE)
 enum hs_flag {
 	HS_FLAG_LIST(HS_X_ENUM_VALUE)
 };
+
+/*
+ * hs_record.path: the way a packet took through the router, and so the
+ * stages it can have (docs/recording.md, "Forwarding paths"). The kernel
+ * tells stack from no_netfilter by the stamps at t4; the recorder names a
+ * no_netfilter packet's fast path, and a stack packet's detour, from what it
+ * found on the packet's input at start (hs_iface.fast): only when one
+ * mechanism there explains it. Only stack packets have the paper's d_iq,
+ * d_p and d_oq; the others have t1 .. t4 (and t_tcin, t_tceg when on).
+ */
+#define HS_PATH_LIST(X) \
+	X(HS_PATH_STACK, 0, "stack")		/* PRE_ROUTING .. POST_ROUTING: the IP stack */ \
+	X(HS_PATH_NO_NF, 1, "no_netfilter")	/* out with neither t2 nor t3: a fast path, which unknown */ \
+	X(HS_PATH_FLOWTABLE, 2, "flowtable")	/* nftables flowtable, at the input's netdev ingress */ \
+	X(HS_PATH_TC_REDIRECT, 3, "tc_redirect")	/* a tc ingress program's redirect (bpf_redirect_neigh) */ \
+	X(HS_PATH_BRIDGE_NF, 4, "bridge_netfilter")	/* in by a bridge port whose bridge calls ip(6)tables: t2 inside the bridge */ \
+	X(HS_PATH_IFB, 5, "ifb")		/* in through an ifb (ingress shaping): d_iq holds the ifb's queue */
+
+enum hs_path {
+	HS_PATH_LIST(HS_X_ENUM)
+	HS_PATH_END,
+};
+HS_PATH_LIST(HS_X_AT_PLACE)
+#define HS_PATH_NAMES { HS_PATH_LIST(HS_X_NAME) }
 
 /*
  * One record per packet. Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns
@@ -135,7 +160,7 @@ struct hs_record {
 	__u8 status;		/* 104 enum hs_status */
 	__u8 drop_stage;	/* 105 enum hs_stage: last stage seen before the drop */
 	__u8 flags;		/* 106 enum hs_flag bits */
-	__u8 done;		/* 107 unused, 0 (the eBPF slots are free when seq is 0) */
+	__u8 path;		/* 107 enum hs_path: the way it took through the router */
 	__u32 saddr[4];		/* 108 network order; IPv4 in saddr[0] */
 	__u32 daddr[4];		/* 124 */
 	__u32 segs;		/* 140 a GRO-merged skb: the wire packets it holds (>= 2); 0: one
@@ -234,7 +259,10 @@ struct hs_meta {
 	X(HS_C_RB_FAIL_COMPLETE, 27, "rb_fail_complete") \
 	X(HS_C_PROG_MISSES, 28, "prog_misses")	/* runs the kernel skipped (prog info) */ \
 	X(HS_C_OUT_SEGS, 29, "out_segs")	/* t4 of a merged packet's later segments: in its record's segs */ \
-	X(HS_C_UNSAMPLED, 30, "unsampled")	/* left out by --sample at t1 (in xdp_pkts): marked, not traced */
+	X(HS_C_UNSAMPLED, 30, "unsampled")	/* left out by --sample at t1 (in xdp_pkts): marked, not traced */ \
+	X(HS_C_PARTIAL, 31, "partial")		/* out of a traced output with t2 or t3 alone */ \
+	X(HS_C_FAST, 32, "fast_path")		/* complete without t2 and t3 (in complete) */ \
+	X(HS_C_OUT_PASS, 33, "out_pass")	/* start_xmit on a step to a traced output (bridge, bond, VLAN; ifb): passed by */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)
@@ -348,10 +376,11 @@ struct hs_hist_set {
 /* the series key in the map that hands out HS_HIST_KEYS indices: the output
  * by its place among the --out interfaces, not its ifindex, so that an
  * interface deleted and re-created (a new ifindex) keeps its series; + 1:
- * never 0, the key of an empty entry in the programs' cache of keys */
-static inline __u64 hs_hist_key(__u32 out_pos, __u8 tos)
+ * never 0, the key of an empty entry in the programs' cache of keys; the
+ * path (enum hs_path) above the TOS byte: fast paths never mix with the stack */
+static inline __u64 hs_hist_key(__u32 out_pos, __u8 tos, __u8 path)
 {
-	return (__u64)tos << 32 | (out_pos + 1);
+	return (__u64)path << 40 | (__u64)tos << 32 | (out_pos + 1);
 }
 
 /*

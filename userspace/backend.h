@@ -26,7 +26,16 @@ struct hs_iface {
 	int n_ifindexes;
 	bool gone, down;	/* as the last look found it */
 	uint32_t n_gone, n_down;	/* times seen gone (deleted, moved), gone down */
+	uint32_t fast;		/* HS_IFP_* found on this input at start: the paths it may take */
 };
+
+/* hs_iface.fast: what an input has that takes packets off the stack path
+ * (the recorder names a record's path by them, include/hopscope.h hs_path) */
+#define HS_IFP_FLOWTABLE 0x01	/* in the devices of an nftables flowtable */
+#define HS_IFP_TC_FOREIGN 0x02	/* a tc ingress program not hopscope's (tcx or cls_bpf) */
+#define HS_IFP_BR_NF4 0x04	/* port of a bridge with bridge-nf-call-iptables */
+#define HS_IFP_BR_NF6 0x08	/* port of a bridge with bridge-nf-call-ip6tables */
+#define HS_IFP_IFB 0x10		/* tc ingress redirects it to an ifb device */
 
 /* slots_per_cpu without --slots (a literal: record's help prints it) */
 #define HS_SLOTS_DEFAULT 16384
@@ -40,6 +49,12 @@ struct hs_config {
 	struct hs_iface ifaces[HS_MAX_IFACES];
 	int n_ifaces;
 	uint32_t stages;		/* HS_STAGE_BIT mask */
+	/* devices a packet passes on its way to a traced output or back into
+	 * the router (a traced output's bridge, bond or VLAN upper; an ifb):
+	 * their start_xmit is neither the hand-over nor another output */
+	uint32_t pass_if[HS_MAX_IFACES];
+	char pass_name[HS_MAX_IFACES][32];
+	int n_pass;
 	uint32_t slots_per_cpu;		/* power of two */
 	uint64_t ringbuf_bytes;
 	bool drops;			/* record kernel drops (skb:kfree_skb) */

@@ -635,7 +635,7 @@ static uint64_t hist_count(const struct hs_hist *h)
 }
 
 /* one delay's histogram of a series, sparse: only the buckets with counts */
-static void hist_series_json(struct js *j, const struct hs_hist *h, uint8_t tos,
+static void hist_series_json(struct js *j, const struct hs_hist *h, uint8_t tos, uint8_t path,
 			     const char *out_if, int delay)
 {
 	char idx[16];
@@ -643,6 +643,7 @@ static void hist_series_json(struct js *j, const struct hs_hist *h, uint8_t tos,
 	js_open(j, NULL, '{');
 	js_u64(j, "tos", tos);
 	js_str(j, "out_if", out_if);
+	js_str(j, "path", path < HS_PATH_END ? hs_path_names[path] : "?");
 	js_str(j, "delay", hs_delay_names[delay]);
 	js_u64(j, "count", hist_count(h));
 	js_u64(j, "sum_ns", h->sum_ns);
@@ -738,7 +739,7 @@ static int ebpf_hist(struct hs_backend *b, struct js *out)
 			}
 		for (int d = 0; d < HS_NDELAYS; d++)
 			if (hist_count(&e->hist_sum->d[d]))
-				hist_series_json(&j, &e->hist_sum->d[d], key >> 32,
+				hist_series_json(&j, &e->hist_sum->d[d], key >> 32, key >> 40,
 						 out_name(e, (uint32_t)key - 1), d);
 	}
 	if (errno != ENOENT)
@@ -842,7 +843,7 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 	for (size_t i = 0; i < n; i++) {
 		struct hs_record r = slots[i];
 
-		if (!r.seq || r.done)
+		if (!r.seq)
 			continue;
 		inflight++;
 		if (e->cfg->hist == HS_HIST_AGGREGATE)

@@ -132,7 +132,7 @@ static int layout(void)
 	FIELD(hs_record, flow); FIELD(hs_record, ip_len); FIELD(hs_record, sport);
 	FIELD(hs_record, dport); FIELD(hs_record, cpu_in); FIELD(hs_record, cpu_out);
 	FIELD(hs_record, tos); FIELD(hs_record, proto); FIELD(hs_record, status);
-	FIELD(hs_record, drop_stage); FIELD(hs_record, flags); FIELD(hs_record, done);
+	FIELD(hs_record, drop_stage); FIELD(hs_record, flags); FIELD(hs_record, path);
 	FIELD(hs_record, saddr); FIELD(hs_record, daddr);
 	printf("hs_flow %zu\n", sizeof(struct hs_flow));
 	printf("hs_chunk %zu\n", sizeof(struct hs_chunk));

@@ -15,6 +15,7 @@ const char *const hs_counter_names[HS_C_NCOUNTERS] = HS_COUNTER_NAMES;
 const char *const hs_stage_names[HS_NSTAGES] = HS_STAGE_NAMES;
 const char *const hs_status_names[HS_ST_END] = HS_STATUS_NAMES;
 const char *const hs_delay_names[HS_NDELAYS] = HS_DELAY_NAMES;
+const char *const hs_path_names[HS_PATH_END] = HS_PATH_NAMES;
 
 static uint64_t ns(clockid_t id)
 {

@@ -62,5 +62,6 @@ extern const char *const hs_counter_names[HS_C_NCOUNTERS];
 extern const char *const hs_stage_names[HS_NSTAGES];
 extern const char *const hs_status_names[HS_ST_END];
 extern const char *const hs_delay_names[HS_NDELAYS];
+extern const char *const hs_path_names[HS_PATH_END];
 
 #endif

@@ -18,7 +18,7 @@ RECORD = np.dtype([
     ("t", "<u8", 8), ("seq", "<u8"), ("key", "<u4"), ("drop_reason", "<u4"),
     ("in_ifindex", "<u4"), ("out_ifindex", "<u4"), ("flow", "<u4"), ("ip_len", "<u2"),
     ("sport", "<u2"), ("dport", "<u2"), ("cpu_in", "<u2"), ("cpu_out", "<u2"), ("tos", "u1"),
-    ("proto", "u1"), ("status", "u1"), ("drop_stage", "u1"), ("flags", "u1"), ("done", "u1"),
+    ("proto", "u1"), ("status", "u1"), ("drop_stage", "u1"), ("flags", "u1"), ("path", "u1"),
     ("saddr", ">u4", 4), ("daddr", ">u4", 4), ("segs", "<u4")])
 assert RECORD.itemsize == 144
 

@@ -86,7 +86,7 @@ RECORD_DTYPE = _struct(
         ("status", "u1", 104),
         ("drop_stage", "u1", 105),
         ("flags", "u1", 106),
-        ("done", "u1", 107),
+        ("path", "u1", 107),
         ("saddr", ("u1", 16), 108),  # network order: raw bytes
         ("daddr", ("u1", 16), 124),
         ("segs", "<u4", 140),

@@ -180,7 +180,7 @@ def _records(n, rng, stages, start_mono, rate_pps, drop_fraction, inflight, flow
         per_cpu[sel] = np.arange(1, sel.sum() + 1, dtype=np.uint64)
     r["seq"] = (cpu.astype(np.uint64) << np.uint64(header.SEQ_CPU_SHIFT)) | per_cpu
     r["key"] = rng.integers(0, 1 << 32, n, dtype=np.uint32)
-    r["done"] = 1
+    r["path"] = 0
     return r, flows
 
 
