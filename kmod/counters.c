@@ -11,6 +11,7 @@ static const u8 hs_status_counter[] = {
 	[HS_ST_DROPPED] = HS_C_DROPPED,
 	[HS_ST_EVICTED] = HS_C_EVICTED,
 	[HS_ST_OTHER_OUT] = HS_C_OTHER_OUT,
+	[HS_ST_PARTIAL] = HS_C_PARTIAL,
 };
 
 void hs_count_emitted(struct hs_session *s, u8 status, bool queued)

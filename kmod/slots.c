@@ -51,6 +51,16 @@ void hs_slot_free(struct hs_slot *slot)
 /* queue the slot's record with this status and free the slot */
 void hs_slot_emit(struct hs_session *s, struct hs_slot *slot, u8 status)
 {
+	bool t2 = slot->r.t[HS_T2], t3 = slot->r.t[HS_T3];
+
+	/* the path by the stamps, as the eBPF t4 tells it (include/hopscope.h) */
+	slot->r.path = HS_PATH_STACK;
+	if (status == HS_ST_COMPLETE && t2 != t3) {
+		status = HS_ST_PARTIAL;
+	} else if (status == HS_ST_COMPLETE && !t2) {
+		slot->r.path = HS_PATH_NO_NF;
+		hs_count(s, HS_C_FAST);
+	}
 	slot->r.status = status;
 	hs_count_emitted(s, status, hs_ring_push(&s->ring, &slot->r));
 	hs_slot_free(slot);

@@ -277,6 +277,8 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 		if (e->out_pos[i] >= 0)
 			s->bss->hs_out_if[e->out_pos[i]] = cfg->ifaces[i].ifindex;
 	}
+	for (int i = 0; i < cfg->n_pass; i++)
+		s->bss->hs_pass_if[i] = cfg->pass_if[i];
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
 	bpf_map__set_max_entries(s->maps.cost_due, (__u32)ncpu << (shift - HS_COST_SAMPLE_SHIFT));
 	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);

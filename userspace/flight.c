@@ -13,6 +13,7 @@
 #include <string.h>
 #include <time.h>
 #include "flight.h"
+#include "paths.h"
 #include "runmeta.h"
 
 #define WHAT_SIGNAL UINT64_MAX	/* a dump asked for by SIGUSR1 */
@@ -187,8 +188,10 @@ static int dump(struct hs_flight *f)
 	dump_path(f, path, sizeof(path));
 	header = dump_header(f, k, at, took);
 	err = header ? hs_writer_open(&w, path, header) : -ENOMEM;
-	for (size_t i = 0; !err && i < k; i++)
+	for (size_t i = 0; !err && i < k; i++) {
+		hs_path_name(f->cfg, &sel[i].r);
 		err = hs_writer_add(&w, &sel[i].r);
+	}
 	if (!err) {
 		end = f->end(f->ctx, &w);
 		err = end ? hs_writer_close(&w, end) : -ENOMEM;

@@ -16,6 +16,7 @@
 #include "ifaces.h"
 #include "ifwatch.h"
 #include "netns.h"
+#include "paths.h"
 #include "record.h"
 #include "runmeta.h"
 #include "snapshot.h"
@@ -460,7 +461,11 @@ static void read_counters(struct run *run, int final)
 static int on_record(void *ctx, const struct hs_record *r)
 {
 	struct run *run = ctx;
-	int err = hs_writer_add(&run->w, r);
+	struct hs_record named = *r;
+	int err;
+
+	hs_path_name(run->cfg, &named);
+	err = hs_writer_add(&run->w, &named);
 
 	if (err)
 		run->err = err;
@@ -475,6 +480,7 @@ static char *counters_json(struct run *run, struct hs_writer *w, const char *sto
 
 	struct hs_userspace_counts u = {
 		.by_status = w->by_status,
+		.complete_by_path = w->complete_by_path,
 		.records = w->written + w->nbuf,
 		.flows = w->flows.n,
 		.flow_overflow = w->flows.overflow,

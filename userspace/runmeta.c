@@ -361,6 +361,10 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs
 	for (int s = HS_ST_NONE + 1; s < HS_ST_END; s++)
 		js_u64(j, hs_status_names[s], u->by_status[s]);
 	js_close(j, '}');
+	js_open(j, "complete_by_path", '{');
+	for (int p = 0; p < HS_PATH_END; p++)
+		js_u64(j, hs_path_names[p], u->complete_by_path[p]);
+	js_close(j, '}');
 	js_u64(j, "flows", u->flows);
 	js_u64(j, "flow_overflow", u->flow_overflow);
 	js_u64(j, "t4_unseen", u->t4_unseen);

@@ -43,6 +43,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 /* what the recorder itself counted, for the COUNTERS and END chunks */
 struct hs_userspace_counts {
 	const uint64_t *by_status;	/* HS_ST_END values, by enum hs_status */
+	const uint64_t *complete_by_path;	/* HS_PATH_END values: complete records by path */
 	uint64_t records;		/* records written or buffered */
 	uint64_t flows;
 	uint64_t flow_overflow;

@@ -197,6 +197,8 @@ int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 		w->by_status[r->status]++;
 	if (r->status == HS_ST_COMPLETE) {
 		w->complete++;
+		if (r->path < HS_PATH_END)
+			w->complete_by_path[r->path]++;
 		w->complete_wire += r->segs ? r->segs : 1;
 		if (slot->flow != HS_FLOW_NONE && r->t[HS_T1] > w->flows.done_t1[slot->flow])
 			w->flows.done_t1[slot->flow] = r->t[HS_T1];

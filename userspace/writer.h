@@ -20,6 +20,7 @@ struct hs_writer {
 	uint64_t written;		/* records in the file */
 	uint64_t by_status[HS_ST_END];	/* records received, by enum hs_status */
 	uint64_t complete;
+	uint64_t complete_by_path[HS_PATH_END];	/* complete records by enum hs_path */
 	uint64_t complete_wire;		/* the wire packets those stand for (hs_record.segs) */
 	uint64_t t4_unseen;		/* records written with HS_F_T4_UNSEEN */
 	uint32_t chunks;		/* chunks written: the next one's hs_chunk.index */

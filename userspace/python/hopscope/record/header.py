@@ -68,6 +68,7 @@ ST_EVICTED = 3
 ST_COLLISION = 4
 ST_INFLIGHT = 5
 ST_OTHER_OUT = 6
+ST_PARTIAL = 7
 STATUS_LIST = (
     ('ST_COMPLETE', 1, 'complete'),
     ('ST_DROPPED', 2, 'dropped'),
@@ -75,6 +76,7 @@ STATUS_LIST = (
     ('ST_COLLISION', 4, 'collision'),
     ('ST_INFLIGHT', 5, 'inflight'),
     ('ST_OTHER_OUT', 6, 'other_out'),
+    ('ST_PARTIAL', 7, 'partial'),
 )
 
 # HS_FLAG_LIST: each entry's value under its id, then (id, value, name)
@@ -95,6 +97,22 @@ FLAG_LIST = (
     ('F_T0_COLL', 0x20, 't0_collision'),
     ('F_TRUNC', 0x40, 'truncated'),
     ('F_T4_UNSEEN', 0x80, 't4_unseen'),
+)
+
+# HS_PATH_LIST: each entry's value under its id, then (id, value, name)
+PATH_STACK = 0
+PATH_NO_NF = 1
+PATH_FLOWTABLE = 2
+PATH_TC_REDIRECT = 3
+PATH_BRIDGE_NF = 4
+PATH_IFB = 5
+PATH_LIST = (
+    ('PATH_STACK', 0, 'stack'),
+    ('PATH_NO_NF', 1, 'no_netfilter'),
+    ('PATH_FLOWTABLE', 2, 'flowtable'),
+    ('PATH_TC_REDIRECT', 3, 'tc_redirect'),
+    ('PATH_BRIDGE_NF', 4, 'bridge_netfilter'),
+    ('PATH_IFB', 5, 'ifb'),
 )
 
 # HS_COUNTER_LIST: each entry's value under its id, then (id, value, name)
@@ -129,6 +147,9 @@ C_RB_FAIL_COMPLETE = 27
 C_PROG_MISSES = 28
 C_OUT_SEGS = 29
 C_UNSAMPLED = 30
+C_PARTIAL = 31
+C_FAST = 32
+C_OUT_PASS = 33
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -161,6 +182,9 @@ COUNTER_LIST = (
     ('C_PROG_MISSES', 28, 'prog_misses'),
     ('C_OUT_SEGS', 29, 'out_segs'),
     ('C_UNSAMPLED', 30, 'unsampled'),
+    ('C_PARTIAL', 31, 'partial'),
+    ('C_FAST', 32, 'fast_path'),
+    ('C_OUT_PASS', 33, 'out_pass'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)

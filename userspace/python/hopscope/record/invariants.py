@@ -34,8 +34,12 @@ _DROPPED = fmt.STATUS["dropped"]
 _INFLIGHT = fmt.STATUS["inflight"]
 _EVICTED = fmt.STATUS["evicted"]
 _OTHER_OUT = fmt.STATUS["other_out"]
-# statuses the kernel counts as it emits them (include/hopscope.h, kmod/counters.c)
+_PARTIAL = fmt.STATUS["partial"]
+# statuses the kernel counts as it emits them (include/hopscope.h, kmod/counters.c);
+# partial since it exists (a file before it has no such counter)
 _COUNTED = ("complete", "dropped", "evicted", "other_out")
+# path codes whose packets pass PRE_ROUTING and POST_ROUTING (t2, t3)
+_STACK_LUT = np.array([name in fmt.STACK_PATHS for name in fmt.PATH_NAMES] + [True])
 # drop reasons kfree_skb never reports: consume_skb has its own tracepoint
 _NOT_DROPS = ("NOT_DROPPED_YET", "CONSUMED")
 
@@ -59,6 +63,9 @@ RULES = {
                            "(its monotonic_ns)"),
     "same_cpu": ("order", "records with t1 and t4 on one CPU have t4 before t1"),
     "complete": ("status", "complete records lack t1 or t4"),
+    "path": ("status", "complete records lack a stage of their path (t2 and t3 on the stack "
+                       "paths) or have one their path skips (t2 or t3 on a fast path), or "
+                       "partial records have both t2 and t3 or neither"),
     "leave": ("status", "records have a t4 and an output interface other than their status "
                         "says: both on complete and other_out records, neither on others"),
     "drop_stage": ("status", "dropped records have a drop stage that is not their last "
@@ -201,6 +208,11 @@ class Rules:
         rest = np.flatnonzero(status != _COMPLETE - 1)
         tally.status[_COMPLETE - 1] += len(status) - len(rest)
         self._complete(tally, row0, "complete", zero["t1"] | zero["t4"], rest, status, seq)
+        # unknown path values (-1) are counted by load.py, and judged as stack here
+        stack = _STACK_LUT[codes["path"]]
+        self._complete(tally, row0, "path", np.where(stack, zero["t2"] | zero["t3"],
+                                                     ~(zero["t2"] & zero["t3"])),
+                       rest, status, seq)
         if self.check_if:
             if codes["in_if"].min() < 0:
                 tally.add("in_if", codes["in_if"] < 0, row0, seq)
@@ -274,8 +286,12 @@ class Rules:
         seq = seq[rows]
         t4 = ~zero["t4"][rows]
         out = col["out_ifindex"][rows] != 0
-        other = status == _OTHER_OUT
+        other = (status == _OTHER_OUT) | (status == _PARTIAL)
         tally.add("leave", (t4 != other) | (out != other), row0, seq, rows)
+        partial = np.flatnonzero(status == _PARTIAL)
+        if len(partial):
+            at = rows[partial]
+            tally.add("path", zero["t2"][at] == zero["t3"][at], row0, seq[partial], at)
         dropped = np.flatnonzero(status == _DROPPED)
         if not len(dropped):
             return
@@ -372,13 +388,14 @@ def _end_counts(rf, tally, flow_none):
     if whole_run:
         said["inflight_at_stop"] = (user.get("inflight_at_stop"), rows["inflight"])
         k = end.get("counters") or {}
-        if all(isinstance(k.get(c), int) for c in _COUNTED + ("rb_fail", "rb_fail_complete")):
+        counted = _COUNTED + (("partial",) if "partial" in k else ())
+        if all(isinstance(k.get(c), int) for c in counted + ("rb_fail", "rb_fail_complete")):
             # every record emitted is counted by status; those the ring had no room for
             # in rb_fail (complete ones also in rb_fail_complete)
             said["counters.complete - rb_fail_complete"] = (
                 k["complete"] - k["rb_fail_complete"], rows["complete"])
-            said["counters " + " + ".join(_COUNTED) + " - rb_fail"] = (
-                sum(k[c] for c in _COUNTED) - k["rb_fail"], sum(rows[c] for c in _COUNTED))
+            said["counters " + " + ".join(counted) + " - rb_fail"] = (
+                sum(k[c] for c in counted) - k["rb_fail"], sum(rows[c] for c in counted))
     return [Problem(f"the END chunk says {key} {v}, the file's records give {have}",
                     "counts", abs(v - have))
             for key, (v, have) in said.items() if isinstance(v, int) and v != have]

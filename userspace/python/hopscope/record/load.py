@@ -23,7 +23,7 @@ from .reader import RecordFile, RecordFileError, RecordFileWarning
 PLAIN = ("drop_reason", "flags", "tos", "proto", "sport", "dport", "flow",
          "in_ifindex", "out_ifindex", "cpu_in", "cpu_out", "ip_len", "key", "seq", "segs")
 COLUMN_ORDER = (
-    "status", "drop_reason", "drop_stage", "flags", "tos", "dscp", "proto", "family",
+    "status", "path", "drop_reason", "drop_stage", "flags", "tos", "dscp", "proto", "family",
     "src", "dst", "sport", "dport", "flow", "in_ifindex", "out_ifindex", "in_if", "out_if",
     "cpu_in", "cpu_out", "cross_cpu", "ip_len", "segs", "key", "seq")
 
@@ -112,6 +112,8 @@ def to_dataframe(rf):
            "records have a status value this reader does not know")
     _count(problems, bad_stage,
            "dropped records have a drop stage this reader does not know")
+    _count(problems, _unknown(cols.codes["path"], len(fmt.PATH_NAMES)),
+           "records have a path value this reader does not know")
     missing, flow_none = cols.addresses_from_records()
     if missing:
         problems.append(f"{missing} records name a flow that is not in the FLOWS table "
@@ -121,7 +123,8 @@ def to_dataframe(rf):
 
     out = {t: cols.copied[t] for t in cols.times}
     out.update(cols.delays)
-    categories = {"status": fmt.STATUS_NAMES, "drop_stage": fmt.STAGE_NAMES,
+    categories = {"status": fmt.STATUS_NAMES, "path": fmt.PATH_NAMES,
+                  "drop_stage": fmt.STAGE_NAMES,
                   "src": cols.src_names, "dst": cols.dst_names,
                   "in_if": cols.if_names, "out_if": cols.if_names}
     for name in COLUMN_ORDER:
@@ -246,7 +249,8 @@ class _Columns:
         luts = {"src": self.src_lut, "dst": self.dst_lut,
                 "in_if": self.if_lut, "out_if": self.if_lut}
         self.codes = {name: np.empty(n, dtype=lut.dtype) for name, lut in luts.items()}
-        self.codes.update(status=np.empty(n, np.int8), drop_stage=np.empty(n, np.int8))
+        self.codes.update(status=np.empty(n, np.int8), path=np.empty(n, np.int8),
+                          drop_stage=np.empty(n, np.int8))
         self.unflowed = []  # (rows, records) whose flow id is not in the flow table
         # verify=False opts out of every check of what the file says
         self.rules = Rules(rf, self.times, self.delay_defs, self.if_lut) if rf.verify else None
@@ -259,7 +263,7 @@ class _Columns:
         bad_stage = 0
         tally = Tally()
         fields = {f: arr[f] for f in self.copied}
-        status_f, stage_f = arr["status"], arr["drop_stage"]
+        status_f, stage_f, path_f = arr["status"], arr["drop_stage"], arr["path"]
         zero = {t: np.empty(min(BLOCK, len(arr)), bool) for t in self.times}
         either = np.empty(min(BLOCK, len(arr)), bool)
         scratch = np.empty(min(BLOCK, len(arr)), np.uint64)
@@ -282,6 +286,7 @@ class _Columns:
             # values out of range are set to -1 after the loop (_unknown)
             c["status"][...] = status_f[lo:hi]
             c["status"] -= 1
+            c["path"][...] = path_f[lo:hi]  # from 0; past the known ones: _unknown
             c["drop_stage"][...] = stage_f[lo:hi]
             # a stage past the known ones (255 would be -1 as int8) is NaN, and counted
             unknown = stage_f[lo:hi] >= len(fmt.STAGE_NAMES)

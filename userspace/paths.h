@@ -1,0 +1,13 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* A record's path (include/hopscope.h, enum hs_path), named by its input. */
+#ifndef HS_PATHS_H
+#define HS_PATHS_H
+
+#include "backend.h"
+
+/* names r's path from what its input has (hs_iface.fast): a no_netfilter
+ * packet's fast path, a stack packet's detour, when one mechanism there
+ * explains it; otherwise leaves it as the kernel said */
+void hs_path_name(const struct hs_config *cfg, struct hs_record *r);
+
+#endif
