@@ -28,8 +28,9 @@ RUN_LABELS = ("netns", "inputs", "outputs", "backend", "hostname", "version", "k
 # checked against this list.
 FAMILIES = {
     "hopscope_delay_seconds": (
-        "histogram", "seconds", "Stage delays of the complete packets, by delay, TOS byte "
-        "and output interface (classic buckets at 2^(k/2) ns)", ("delay", "tos", "out_if")),
+        "histogram", "seconds", "Stage delays of the complete packets, by delay, TOS byte, "
+        "output interface and forwarding path (classic buckets at 2^(k/2) ns)",
+        ("delay", "tos", "out_if", "path")),
     "hopscope_kernel_events": (
         "counter", "", "The recorder's kernel counters (include/hopscope.h's list), "
         "summed over CPUs", ("counter",)),
@@ -99,7 +100,8 @@ def samples(snap, now_ns):
 
 def _histogram(s):
     """One series as classic buckets, sum and count"""
-    labels = {"delay": s["delay"], "tos": str(s["tos"]), "out_if": s["out_if"]}
+    labels = {"delay": s["delay"], "tos": str(s["tos"]), "out_if": s["out_if"],
+              "path": s.get("path", "stack")}
     native = sorted((int(k), v) for k, v in s["buckets"].items())
     rows, seen, n = [], s["zero"] + s["negative"], 0
     for i in CLASSIC:

@@ -81,7 +81,7 @@ def _check(obj):
 
 
 def _key(s):
-    return s["tos"], s["out_if"], s["delay"]
+    return s["tos"], s["out_if"], s.get("path", "stack"), s["delay"]
 
 
 def _minus(a, b):
@@ -89,7 +89,7 @@ def _minus(a, b):
     if b is None:
         return a
     d = {f: a[f] - b[f] for f in ("count", "sum_ns", "zero", "negative", "overflow")}
-    d.update(tos=a["tos"], out_if=a["out_if"], delay=a["delay"])
+    d.update(tos=a["tos"], out_if=a["out_if"], path=a.get("path", "stack"), delay=a["delay"])
     d["buckets"] = {k: v - b["buckets"].get(k, 0) for k, v in a["buckets"].items()
                     if v - b["buckets"].get(k, 0) > 0}
     return d

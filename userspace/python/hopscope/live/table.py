@@ -29,7 +29,8 @@ def lines(v, width=80):
         out.append("  no stage histograms: record with --aggregate or --histograms")
     out.append(f"{v['delay']} by sender (tos, output); shown above: {who}")
     for s in v["by_sender"]:
-        out.append(_row(f"tos {s['tos']} {s['out_if']}", s))
+        path = "" if s["path"] == "stack" else f" {s['path']}"
+        out.append(_row(f"tos {s['tos']} {s['out_if']}{path}", s))
     out.append("")
     out.append("drops   " + (", ".join(f"{d['packets']} {d['stage']} {d['name']}"
                                        for d in v["drops"]) or "none"))

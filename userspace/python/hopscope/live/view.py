@@ -85,10 +85,14 @@ def view(history, window=1, sender=None, delay="transit", now_ns=None):
         "senders": senders(new),
         "delay": delay,
         "stages": _stages(c, new.header, secs),
-        "delays": [dict(delay=d, **_stats(merge([s for s in series if s["delay"] == d]), secs))
+        # the paper's delays are the IP stack's: a fast path's packets apart
+        "delays": [dict(delay=d, **_stats(merge([s for s in series if s["delay"] == d and
+                                                 s.get("path", "stack") == "stack"]), secs))
                    for d in delays(new)],
-        "by_sender": [dict(tos=s["tos"], out_if=s["out_if"], **_stats(s, secs))
-                      for s in sorted(w["series"], key=lambda s: (s["tos"], s["out_if"]))
+        "by_sender": [dict(tos=s["tos"], out_if=s["out_if"], path=s.get("path", "stack"),
+                           **_stats(s, secs))
+                      for s in sorted(w["series"],
+                                      key=lambda s: (s["tos"], s["out_if"], s.get("path", "")))
                       if s["delay"] == delay],
         "drops": _drops(w["drops"], new.header.get("drop_reasons") or {}, secs),
         "losses": dict({k: c.get(k, 0) for k in LOSSES},

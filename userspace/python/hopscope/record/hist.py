@@ -15,6 +15,7 @@ from .format import STAGE_NAMES
 SCHEMA = h.HIST_SCHEMA
 NBUCKETS = h.HIST_BUCKETS
 DELAY_NAMES = tuple(name for _, _, name in h.DELAY_LIST)
+PATH_NAMES = tuple(name for _, _, name in h.PATH_LIST)
 _FIELDS = ("count", "sum_ns", "zero", "negative", "overflow")
 
 
@@ -57,6 +58,9 @@ def check(hg):
             return f"{where}.tos is not a byte"
         if not isinstance(s.get("out_if"), str) or s.get("delay") not in DELAY_NAMES:
             return f"{where} lacks out_if, or a delay among {', '.join(DELAY_NAMES)}"
+        # a file before paths has none: its series are all the stack's
+        if s.setdefault("path", "stack") not in PATH_NAMES:
+            return f"{where}.path is not among {', '.join(PATH_NAMES)}"
         if any(type(s.get(f)) is not int or s[f] < 0 for f in _FIELDS):
             return f"{where} lacks one of {', '.join(_FIELDS)} as counts"
         b = s.get("buckets")

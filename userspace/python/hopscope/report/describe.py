@@ -7,7 +7,7 @@ import numpy as np
 
 from ..analysis import budget
 from ..record.hooks import hooks
-from ..record import hist, probecost
+from ..record import format as fmt, hist, probecost
 from ..record.load import add_verify_options, load
 
 
@@ -99,14 +99,21 @@ def describe(df):
     tos = df["tos"].value_counts().sort_index()
     out.append(("tos", ", ".join(f"{k}: {v}" for k, v in tos.items())))
     complete = df["status"] == "complete"
+    out += path_lines(df, complete)
     delays = budget.delays(df)
     rows = {r["delay"]: r for r in delays}
-    for col in rows:
-        v = df[col][complete].dropna().to_numpy()
-        if len(v):
-            q = [x / 1e3 for x in (v.min(), *np.percentile(v, [50, 99]), v.max())]
-            out.append((col, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)
-                        + f" ({budget.floor_note(rows[col], 'us')})"))
+    # each path's delays apart: a fast path's packets never enter the stack's
+    for path in _paths_present(df, complete):
+        on = (complete & (df["path"] == path)).to_numpy()
+        for col in rows:
+            v = df[col][on].dropna().to_numpy()
+            if len(v):
+                q = [x / 1e3 for x in (v.min(), *np.percentile(v, [50, 99]), v.max())]
+                label = col if path == "stack" else f"{col} [{path}]"
+                note = budget.floor_note(rows[col], "us") if path == "stack" else \
+                    f"path {path}"
+                out.append((label, "min {:.2f}  p50 {:.2f}  p99 {:.2f}  max {:.2f} us".format(*q)
+                            + f" of {len(v)} packets ({note})"))
     out += budget_lines(df, delays)
     out += hist_lines(a.get("histograms"), a.get("hist_drops"), h.get("drop_reasons"))
     tr = a["trailer"]
@@ -122,6 +129,34 @@ def describe(df):
     out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]) or "none"))
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
+    return out
+
+
+def _paths_present(df, complete):
+    """the paths of the complete records, stack first, in enum order"""
+    have = set(df["path"][complete].dropna().unique())
+    return [p for p in fmt.PATH_NAMES if p in have]
+
+
+def path_lines(df, complete):
+    """How many complete records took each path, and what a path other than
+    the stack means for their delays (docs/recording.md, Forwarding paths)."""
+    counts = df["path"][complete].value_counts(sort=False)
+    paths = [p for p in fmt.PATH_NAMES if counts.get(p, 0)]
+    out = []
+    if paths != ["stack"] and paths:
+        out.append(("paths", "complete records by path: "
+                    + ", ".join(f"{p} {counts[p]}" for p in paths)
+                    + "; d_iq, d_p and d_oq of each path are given apart"))
+    if "no_netfilter" in paths:
+        out.append(("paths", f"{counts['no_netfilter']} packets skipped PRE_ROUTING and "
+                             "POST_ROUTING by a fast path hopscope could not name (their "
+                             "input had no flowtable or tc program at the start, or both)"))
+    partial = int((df["status"] == "partial").sum())
+    if partial:
+        out.append(("paths", f"{partial} packets left a traced output with t2 or t3 alone "
+                             "(status partial): on their input PRE_ROUTING ran before t1 "
+                             "(a bridge that calls iptables named in --in) or was skipped"))
     return out
 
 
@@ -174,7 +209,8 @@ def hist_lines(series, drops=None, reasons=None):
             for d in drops)))
     for sr in series or ():
         q = [hist.quantile(sr, x) for x in (0.5, 0.99)]
-        out.append(("histogram", f"{sr['delay']} tos {sr['tos']} out {sr['out_if']}: "
+        path = "" if sr.get("path", "stack") == "stack" else f" path {sr['path']}"
+        out.append(("histogram", f"{sr['delay']} tos {sr['tos']} out {sr['out_if']}{path}: "
                                  f"{sr['count']} delays, p50 <= {_us(q[0])}, p99 <= {_us(q[1])}"
                                  + (f", {sr['overflow']} beyond the last bucket"
                                     if sr["overflow"] else "")))
