@@ -12,6 +12,7 @@ import numpy as np
 
 from ..record.format import DELAYS, STAGE_NAMES
 from ..record.hooks import hooks
+from ..record.paths import stack_complete
 from ..record.calibration import calibrated_floor
 from ..record.probecost import delay_stages, sampled
 from .calibration import idle_delays
@@ -74,7 +75,7 @@ def delays(df):
     res = _resolution(a["clock"])
     cal = a.get("calibration")
     enabled = set(df.columns)
-    complete = (df["status"] == "complete").to_numpy()
+    complete = stack_complete(df)
     picked = sampled(df["seq"].to_numpy())
     rows = []
     for col, later, earlier in DELAYS:

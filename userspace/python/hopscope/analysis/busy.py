@@ -9,6 +9,7 @@ when a link rate is given). Periods that touch are one period.
 import numpy as np
 import pandas as pd
 
+from ..record.paths import stack_complete
 from .queues import stage_interval
 
 # bytes a frame puts on an Ethernet wire besides its IP packet: preamble and
@@ -65,7 +66,7 @@ def min_transit_by_size(df):
     """DataFrame(ip_len, min_transit_ns, count) over complete packets with a
     transit delay >= 0: the minimum is the service time without queueing."""
     transit = df["transit"].to_numpy(np.float64)
-    ok = (df["status"] == "complete").to_numpy() & (transit >= 0)
+    ok = stack_complete(df) & (transit >= 0)
     g = pd.DataFrame({"ip_len": df["ip_len"].to_numpy()[ok],
                       "transit": transit[ok]}).groupby("ip_len", sort=True)["transit"]
     out = g.agg(["min", "count"]).reset_index()

@@ -65,6 +65,7 @@ interoccurrence_stats() gives it, with the median and the mean beside it.
 import numpy as np
 import pandas as pd
 
+from ..record.paths import stack_complete
 from .busy import merge, wire_ns
 
 # The least minimum duration: the paper's time resolution (it could not see
@@ -252,7 +253,7 @@ def idle_rows(df, arrival=None):
     router for IDLE_GAP_NS: they found it idle. Positions, not a copy of the
     frame's rows: its columns are gathered by those who need them."""
     t = df[arrival or default_arrival(df)].to_numpy(np.int64)
-    rows = np.flatnonzero((df["status"] == "complete").to_numpy() & (t != 0))
+    rows = np.flatnonzero(stack_complete(df) & (t != 0))
     rows = rows[np.argsort(t[rows], kind="stable")]
     return rows[_idle(t[rows], df["t4"].to_numpy(np.int64)[rows])]
 

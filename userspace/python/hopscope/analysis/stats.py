@@ -10,6 +10,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from ..record.paths import stack_complete
+
 STAGES = ("d_iq", "d_p", "d_oq", "transit")
 # (column, quantile): RFC 8219 calls p50 "typical" and p99.9 "worst case"
 QUANTILES = (("p50", 0.5), ("p90", 0.9), ("p99", 0.99), ("p99_9", 0.999))
@@ -63,7 +65,7 @@ def delays_by_stage(df, by=None, stages=STAGES):
     group], that stage's values gathered only when the caller asks for it
     (let the last stage's go first: fresh memory is slow on a VM)."""
     by = _columns(by)
-    complete = (df["status"] == "complete").to_numpy()
+    complete = stack_complete(df)
     if by:
         # complete packets' rows grouped (stable: file order within a group),
         # so every group is one slice of each stage's values

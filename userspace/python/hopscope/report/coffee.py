@@ -16,6 +16,7 @@ import numpy as np
 from ..analysis import coffee
 from ..analysis.queues import (QueueSeries, interval_mask, stage_interval, step_count,
                                time_weighted_hist)
+from ..record.paths import stack_complete
 from . import figures as fig, layout
 
 PAPER_MODE = 390  # packets: Fig. 7c's peak
@@ -59,7 +60,7 @@ def wait_quantiles(df, arrival, complete, a):
 
 
 def arrivals(f, label, df, a, found, table):
-    complete = (df["status"] == "complete").to_numpy()
+    complete = stack_complete(df)
     chosen = _default_rows(table)
     default = a.coffee_breaks.attrs["arrival"]
     user_min = a.min_break_ns != chosen.loc[default, "min_ns"]

@@ -15,6 +15,7 @@ from ..analysis.coffee import recorded_arrivals
 from ..analysis.run import analyse
 from ..analysis.stats import STAGES, stage_stats
 from ..record.hooks import hooks
+from ..record.paths import path_counts, stack_complete
 from ..record.load import load
 from . import coffee, forked, layout
 from . import figures as fig
@@ -149,6 +150,10 @@ def _summary(pdf, label, df, a):
         "hooks: " + ("; ".join(map(str, hooks(h))) or "not recorded"),
         f"records {a.packets}: " + ", ".join(f"{s} {int(n)}" for s, n in status.items() if n),
     ]
+    paths = path_counts(df)
+    if list(paths) not in ([], ["stack"]):
+        lines.append("complete by path: " + ", ".join(f"{p} {n}" for p, n in paths.items())
+                     + "; the delays below are the stack paths' (a fast path has no t2, t3)")
     if df.attrs.get("problems"):
         lines.append("file problems: " + "; ".join(map(str, df.attrs["problems"])))
     out = layout.Pages(pdf, f"hopscope report — {label}")
@@ -252,7 +257,7 @@ def _queues(f, label, df, a):
 
 def _series(f, label, df):
     axes = f.subplots(3, 1, sharex=True)
-    complete = (df["status"] == "complete").to_numpy()
+    complete = stack_complete(df)
     rows, bounds, mid = fig.time_bins(df["t1"].to_numpy(), complete, fig.first_instant(df))
     del complete
     us = np.empty(len(rows))  # one buffer for the three delays: fresh memory is slow
