@@ -170,6 +170,33 @@ static int attach_nf(struct ebpf *e, struct bpf_program *p, enum nf_inet_hooks h
 	return 0;
 }
 
+/*
+ * ifc has an XDP program of someone else's. One program per interface (no
+ * dispatcher chains them here); a forwarding one (XDP_REDIRECT, XDP_TX) also
+ * sends its packets past every later stage, so tracing beside it could not
+ * see them anyway: say whose it is and what the user can do.
+ */
+static void xdp_taken(const struct hs_iface *ifc)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info), id = 0;
+	int fd;
+
+	if (!bpf_xdp_query(ifc->ifindex, 0, &q))
+		id = q.prog_id ?: q.skb_prog_id ?: q.drv_prog_id ?: q.hw_prog_id;
+	fd = id ? bpf_prog_get_fd_by_id(id) : -1;
+	if (fd >= 0 && bpf_prog_get_info_by_fd(fd, &info, &len))
+		info.name[0] = 0;
+	if (fd >= 0)
+		close(fd);
+	fprintf(stderr, "hopscope: %s already has an XDP program (id %u%s%s): hopscope's XDP stage "
+		"(t1) cannot run beside it, one XDP program per interface. If it forwards "
+		"(XDP_REDIRECT, XDP_TX), its packets pass no later stage either. Record the "
+		"router's other inputs, or detach it (ip link set dev %s xdp off)\n", ifc->name, id,
+		info.name[0] ? ", name " : "", info.name, ifc->name);
+}
+
 /* an XDP link on ifc in its mode (auto: native, else generic); -errno after saying why */
 static int xdp_link(struct ebpf *e, struct hs_iface *ifc)
 {
@@ -194,10 +221,13 @@ static int xdp_link(struct ebpf *e, struct hs_iface *ifc)
 	if (fd < 0) {
 		int err = -errno;
 
-		fprintf(stderr, "hopscope: cannot attach XDP (%s) to %s: %s%s\n",
-			ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native", ifc->name,
-			strerror(-err), err == -EBUSY || err == -EEXIST ?
-			" (another XDP program is attached)" : "");
+		if (err == -EBUSY || err == -EEXIST)
+			xdp_taken(ifc);
+		else
+			fprintf(stderr, "hopscope: cannot attach XDP (%s) to %s: %s\n",
+				ifc->xdp_mode == XDP_FLAGS_SKB_MODE ? "generic" : "native",
+				ifc->name, strerror(-err));
+		errno = -err;
 	}
 	return fd;
 }
