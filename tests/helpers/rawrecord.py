@@ -13,7 +13,10 @@ CHUNK_MAGIC = 0x4B435348  # "HSCK"
 RECORDS, FLOWS, COUNTERS, END = 1, 2, 3, 4
 # enum hs_stage: the index of each instant in hs_record.t
 STAGE = {"t0": 0, "t1": 1, "t_tcin": 2, "t2": 3, "t_fwd": 4, "t3": 5, "t_tceg": 6, "t4": 7}
-STATUS = {"complete": 1, "dropped": 2, "evicted": 3, "collision": 4, "inflight": 5, "other_out": 6}
+STATUS = {"complete": 1, "dropped": 2, "evicted": 3, "collision": 4, "inflight": 5, "other_out": 6,
+          "partial": 7}
+PATH = {"stack": 0, "no_netfilter": 1, "flowtable": 2, "tc_redirect": 3, "bridge_netfilter": 4,
+        "ifb": 5}
 RECORD = np.dtype([
     ("t", "<u8", 8), ("seq", "<u8"), ("key", "<u4"), ("drop_reason", "<u4"),
     ("in_ifindex", "<u4"), ("out_ifindex", "<u4"), ("flow", "<u4"), ("ip_len", "<u2"),

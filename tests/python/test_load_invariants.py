@@ -24,7 +24,7 @@ from hopscope.record.synth import write_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import COUNTERS, END, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
+from rawrecord import COUNTERS, END, PATH, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 T4_UNSEEN, IPV6 = 0x80, 0x01
@@ -85,6 +85,21 @@ def _one(problems, kind, count, row_seq=None):
         assert (p.row, p.seq) == row_seq, str(p)
         assert f"first: row {p.row}, seq {p.seq:#x}" in p
     return p
+
+
+def _recount(rec, chunk, was, now):
+    """One record of RECORDS chunk chunk moved from status was to now: the
+    counts of every COUNTERS and END chunk after it follow (the kernel's too)"""
+    records = 0
+    for kind, part in rec.chunks:
+        records += kind == RECORDS
+        if kind in (COUNTERS, END) and records > chunk:
+            for counts in (part["userspace"]["records_by_status"], part["counters"]):
+                counts[was] -= 1
+                counts[now] = counts.get(now, 0) + 1
+            by_path = part["userspace"].get("complete_by_path")
+            if by_path and was == "complete":
+                by_path["stack"] -= 1
 
 
 def _refused_by_verify(path, problem):
@@ -190,6 +205,10 @@ def test_transit_below_zero_on_one_cpu(tmp_path, rec):
     ("ipv6_flag", "IPv6 flag other than their flow's family"),
     ("ipopts_v6", "IPv4 options on IPv6"),
     ("segs", "segs above 65535"),
+    ("stack_t2_0", "complete records lack a stage of their path"),
+    ("fast_t2", "complete records lack a stage of their path"),
+    ("partial_both", "partial records have both t2 and t3 or neither"),
+    ("partial_out_if", "a t4 and an output interface other than their status says"),
 ])
 def test_status_flags_and_fields(tmp_path, change, what):
     rec = File(DATA / "competitive.hsr")
@@ -223,6 +242,17 @@ def test_status_flags_and_fields(tmp_path, change, what):
         r["flags"][i] |= 0x04
     elif change == "segs":
         r["segs"][i] = 0xFFFFFFFF
+    elif change == "stack_t2_0":
+        ts[STAGE["t2"]] = 0
+    elif change == "fast_t2":  # a fast path's record has no t2, t3
+        r["path"][i] = PATH["flowtable"]
+        ts[STAGE["t3"]] = 0
+    elif change.startswith("partial"):
+        r["status"][i] = STATUS["partial"]
+        if change == "partial_out_if":
+            ts[STAGE["t3"]] = 0
+            r["out_ifindex"][i] = 0
+        _recount(rec, chunk, "complete", "partial")
     p = _one(_load(rec.write(tmp_path / "a.hsr"))[1], "status", 1, rec.row(chunk, i))
     assert what in p
     _refused_by_verify(tmp_path / "a.hsr", p)
@@ -286,6 +316,8 @@ def test_header_json_against_the_file_header(tmp_path, key, value):
         complete=e["counters"]["complete"] - 1)),
     ("counters complete + dropped + evicted + other_out - rb_fail",
      lambda e: e["counters"].update(evicted=4)),
+    ("complete_by_path.stack", lambda e: e["userspace"].update(
+        complete_by_path={"stack": 1, "flowtable": 0})),
 ])
 def test_end_counts_against_the_rows(tmp_path, key, change):
     rec = File(DATA / "single.hsr")

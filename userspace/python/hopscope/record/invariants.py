@@ -131,6 +131,7 @@ class Tally:
     def __init__(self):
         self.found = {}  # rule's key -> [count, first row, its seq]
         self.status = np.zeros(256, np.int64)  # rows by status code (value - 1)
+        self.complete_path = np.zeros(256, np.int64)  # complete rows by path code + 1
         self.t4_unseen = 0
 
     def add(self, key, mask, row0, seq, rows=None):
@@ -152,6 +153,7 @@ class Tally:
         for key, (n, row, seq) in other.found.items():
             self._count(key, n, row, seq)
         self.status += other.status
+        self.complete_path += other.complete_path
         self.t4_unseen += other.t4_unseen
 
     def problems(self):
@@ -210,6 +212,9 @@ class Rules:
         self._complete(tally, row0, "complete", zero["t1"] | zero["t4"], rest, status, seq)
         # unknown path values (-1) are counted by load.py, and judged as stack here
         stack = _STACK_LUT[codes["path"]]
+        paths = codes["path"].astype(np.intp) + 1
+        tally.complete_path += np.bincount(paths, minlength=256) - \
+            np.bincount(paths[rest], minlength=256)
         self._complete(tally, row0, "path", np.where(stack, zero["t2"] | zero["t3"],
                                                      ~(zero["t2"] & zero["t3"])),
                        rest, status, seq)
@@ -382,6 +387,9 @@ def _end_counts(rf, tally, flow_none):
     whole_run = "flight_dump" not in header and header.get("histograms") != "aggregate"
     said = {f"records_by_status.{k}": (v, rows[k])
             for k, v in (user.get("records_by_status") or {}).items() if k in rows}
+    said.update({f"complete_by_path.{p}": (v, int(tally.complete_path[fmt.PATH_NAMES.index(p) + 1]))
+                 for p, v in (user.get("complete_by_path") or {}).items()
+                 if p in fmt.PATH_NAMES})
     said.update({"flows": (user.get("flows"), len(rf.flows)),
                  "flow_overflow": (user.get("flow_overflow"), flow_none),
                  "t4_unseen": (user.get("t4_unseen"), tally.t4_unseen)})
