@@ -15,7 +15,7 @@ sys.path[:0] = [os.path.join(os.path.dirname(TESTS), "userspace", "python"),
 
 MARKERS = {
     "root": "needs root: BPF programs, network namespaces, apt or make install",
-    "qemu": "boots a kernel in QEMU (the module's tests, real NIC drivers)",
+    "qemu": "boots a kernel in QEMU (the module's tests, real NIC drivers, router configurations)",
     "slow": "takes minutes, not seconds",
 }
 FOLDERS = {
@@ -26,6 +26,7 @@ FOLDERS = {
     "install": ("root", "slow"),    # make deps, make install, pip installs
     "kmod": ("root", "qemu", "slow"),
     "nics": ("root", "qemu", "slow"),
+    "routers": ("root", "qemu", "slow"),
     "notebooks": ("slow",),         # every notebook executed
     "fuzz": ("slow",),              # thousands of mutated files
 }

@@ -39,4 +39,12 @@ expect() {	# CHECK-NAME DETAIL TEST-ARGS...
 		fail=$((fail + 1)); echo "CHECK $_check FAIL $_detail"
 	fi
 }
+val() {	# SUMMARY-LINE KEY: the number, -1 when missing
+	_v=$(echo " $1 " | sed -n "s/.* $2=\([0-9]*\) .*/\1/p")
+	echo "${_v:--1}"
+}
+num() {	# FILE KEY: the number after KEY in hopscope's summary (its stderr), -1 when missing
+	_v=$(sed -n "s/.* $2 \([0-9]*\).*/\1/p" "$1" | tail -n 1)
+	echo "${_v:--1}"
+}
 skipped() { skip=$((skip + 1)); echo "CHECK $1 SKIP $2"; }

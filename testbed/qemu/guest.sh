@@ -11,10 +11,6 @@
 . /lib/hs/guest-lib.sh
 . /lib/hs/guest-router.sh
 
-val() {	# SUMMARY-LINE KEY: the number, -1 when missing
-	_v=$(echo " $1 " | sed -n "s/.* $2=\([0-9]*\) .*/\1/p")
-	echo "${_v:--1}"
-}
 wait_file() {	# up to 30 s
 	i=0
 	while [ ! -e "$1" ] && [ $i -lt 300 ]; do usleep 100000; i=$((i + 1)); done

@@ -11,34 +11,9 @@
  * a hopscope file.
  */
 #include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "hopscope_file.h"
+#include "hsr_file.h"
 
 static const char *const stage_names[] = HS_STAGE_NAMES;
-
-static char *slurp(const char *path, size_t *len)
-{
-	FILE *f = fopen(path, "rb");
-	char *buf = NULL;
-	long n;
-
-	if (!f)
-		return NULL;
-	if (!fseek(f, 0, SEEK_END) && (n = ftell(f)) > 0 && !fseek(f, 0, SEEK_SET)) {
-		buf = malloc(n + 1);
-		if (buf && fread(buf, 1, n, f) == (size_t)n) {
-			buf[n] = 0;
-			*len = n;
-		} else {
-			free(buf);
-			buf = NULL;
-		}
-	}
-	fclose(f);
-	return buf;
-}
 
 /* the numbers of one stage's object in probe_cost, when it is there */
 static void stage_cost(const char *stages, const char *name, struct hs_cost *c, int *hist_ok)
@@ -68,55 +43,54 @@ static void stage_cost(const char *stages, const char *name, struct hs_cost *c, 
 	c->max_ns = max;
 }
 
+struct walk {
+	unsigned long complete, sampled;
+	const char *end;	/* the END trailer's JSON */
+};
+
+static void on_chunk(const struct hs_chunk *ch, const char *payload, void *ctx)
+{
+	struct walk *w = ctx;
+
+	if (ch->type == HS_CHUNK_RECORDS) {
+		const struct hs_record *r = (const void *)payload;
+
+		for (uint32_t i = 0; i < ch->count; i++) {
+			if (r[i].status != HS_ST_COMPLETE)
+				continue;
+			w->complete++;
+			w->sampled += !(r[i].seq & ((1u << HS_COST_SAMPLE_SHIFT) - 1));
+		}
+	} else if (ch->type == HS_CHUNK_END) {
+		/* JSON, then zero padding: a string */
+		w->end = payload;
+	}
+}
+
 int main(int argc, char **argv)
 {
-	const struct hs_file_header *fh;
-	unsigned long complete = 0, sampled = 0;
-	const char *end = NULL, *stages = NULL, *be;
+	struct walk w = {};
+	const char *stages = NULL, *be;
 	char backend[16] = "?";
 	int hist_ok = 1;
-	size_t len = 0, off;
+	size_t len = 0;
 	char *buf;
 
 	if (argc != 2) {
 		fprintf(stderr, "usage: hs_hsrcost FILE.hsr\n");
 		return 2;
 	}
-	buf = slurp(argv[1], &len);
-	fh = (const void *)buf;
-	if (!buf || len < sizeof(*fh) || memcmp(fh->magic, HS_FILE_MAGIC, 8) ||
-	    fh->version != HS_FILE_VERSION || fh->record_size != sizeof(struct hs_record)) {
-		printf("HSRCOST %s: not a hopscope file of version %d\n", argv[1], HS_FILE_VERSION);
+	buf = hsr_load(argv[1], &len);
+	if (!buf)
 		return 1;
-	}
-	be = strstr(buf + sizeof(*fh), "\"backend\":\"");
+	be = strstr(buf + sizeof(struct hs_file_header), "\"backend\":\"");
 	if (be)
 		sscanf(be + strlen("\"backend\":\""), "%15[a-z]", backend);
-	for (off = sizeof(*fh) + fh->header_bytes; off + sizeof(struct hs_chunk) <= len;) {
-		const struct hs_chunk *ch = (const void *)(buf + off);
-		const char *payload = buf + off + sizeof(*ch);
-
-		if (ch->magic != HS_CHUNK_MAGIC || ch->bytes > len - off - sizeof(*ch))
-			break;
-		if (ch->type == HS_CHUNK_RECORDS) {
-			const struct hs_record *r = (const void *)payload;
-
-			for (uint32_t i = 0; i < ch->count; i++) {
-				if (r[i].status != HS_ST_COMPLETE)
-					continue;
-				complete++;
-				sampled += !(r[i].seq & ((1u << HS_COST_SAMPLE_SHIFT) - 1));
-			}
-		} else if (ch->type == HS_CHUNK_END) {
-			/* JSON, then zero padding: a string */
-			end = payload;
-		}
-		off += sizeof(*ch) + ((ch->bytes + 7) & ~7u);
-	}
-	if (end && (stages = strstr(end, "\"probe_cost\":{")))
+	hsr_walk(buf, len, on_chunk, &w);
+	if (w.end && (stages = strstr(w.end, "\"probe_cost\":{")))
 		stages = strstr(stages, "\"stages\":{");
-	printf("HSRCOST backend=%s end=%d complete=%lu sampled=%lu", backend, !!end, complete,
-	       sampled);
+	printf("HSRCOST backend=%s end=%d complete=%lu sampled=%lu", backend, !!w.end, w.complete,
+	       w.sampled);
 	for (int s = 0; s < HS_NSTAGES; s++) {
 		struct hs_cost c = {};
 
@@ -129,5 +103,5 @@ int main(int argc, char **argv)
 	}
 	printf(" hist_ok=%d\n", hist_ok);
 	free(buf);
-	return !end;
+	return !w.end;
 }

@@ -5,11 +5,15 @@
  * dependencies: busybox has neither.
  *   hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]]   COUNT 0: until SIGTERM;
  *                                             GAP_US: pause after each datagram
- *   hs_udp sink PORT                          counts until SIGTERM
+ *   hs_udp sink PORT [REPLIES]                counts until SIGTERM; answers the
+ *                                             first REPLIES datagrams (a stateful
+ *                                             firewall then sees the flow established)
+ *                                             and says where the first came from
  *   hs_udp tap IFNAME                         a packet tap (as tcpdump), until SIGTERM
  *   hs_udp tcpsend DST4 PORT BYTES            one TCP connection, BYTES of zeros
  *   hs_udp tcpsink PORT                       accepts one, reads it to the end
- * Each prints one line: "sent N" / "received N" / "tapped N" (N: bytes for TCP).
+ * Each prints one line: "sent N" / "received N" / "tapped N" (N: bytes for TCP);
+ * a sink that answers, "from ADDRESS" before it.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -36,7 +40,7 @@ static void on_signal(int sig)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]] | hs_udp sink PORT | "
+	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]] | hs_udp sink PORT [REPLIES] | "
 		"hs_udp tap IFNAME | hs_udp tcpsend DST4 PORT BYTES | hs_udp tcpsink PORT\n");
 	return 2;
 }
@@ -100,20 +104,37 @@ static int do_send(int argc, char **argv)
 	return 0;
 }
 
-/* count what fd receives until SIGTERM, then print "WHAT N" */
-static int count_until_stop(int fd, const char *what)
+/* count what fd receives until SIGTERM, then print "WHAT N"; send the first
+ * `replies` datagrams back where they came from */
+static int count_until_stop(int fd, const char *what, unsigned long replies)
 {
+	struct sockaddr_storage from;
 	unsigned long n = 0;
 	char buf[2048];
+	socklen_t len;
+	ssize_t got;
 
-	while (!stop)
-		if (recv(fd, buf, sizeof(buf), 0) >= 0)
-			n++;
+	while (!stop) {
+		len = sizeof(from);
+		got = recvfrom(fd, buf, sizeof(buf), 0, (struct sockaddr *)&from, &len);
+		if (got < 0)
+			continue;
+		if (n++ >= replies)
+			continue;
+		if (sendto(fd, buf, got, 0, (struct sockaddr *)&from, len) != got)
+			perror("hs_udp: reply");
+		if (n == 1) {	/* the sink's socket is IPv6: IPv4 as ::ffff:a.b.c.d */
+			char addr[INET6_ADDRSTRLEN];
+
+			printf("from %s\n", inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&from)->sin6_addr,
+						       addr, sizeof(addr)));
+		}
+	}
 	printf("%s %lu\n", what, n);
 	return 0;
 }
 
-static int do_sink(char **argv)
+static int do_sink(int argc, char **argv)
 {
 	struct sockaddr_in6 a = { .sin6_family = AF_INET6, .sin6_port = htons(atoi(argv[2])) };
 	int fd = socket(AF_INET6, SOCK_DGRAM, 0), off = 0, big = 8 << 20;
@@ -124,7 +145,7 @@ static int do_sink(char **argv)
 		perror("hs_udp: sink");
 		return 1;
 	}
-	return count_until_stop(fd, "received");
+	return count_until_stop(fd, "received", argc > 3 ? strtoul(argv[3], NULL, 0) : 0);
 }
 
 /* an AF_PACKET socket holds a reference on every skb it sees, as tcpdump does */
@@ -138,7 +159,7 @@ static int do_tap(char **argv)
 		perror("hs_udp: tap");
 		return 1;
 	}
-	return count_until_stop(fd, "tapped");
+	return count_until_stop(fd, "tapped", 0);
 }
 
 static int do_tcpsend(char **argv)
@@ -199,8 +220,8 @@ int main(int argc, char **argv)
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if (argc >= 5 && !strcmp(argv[1], "send"))
 		return do_send(argc, argv);
-	if (argc == 3 && !strcmp(argv[1], "sink"))
-		return do_sink(argv);
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "sink"))
+		return do_sink(argc, argv);
 	if (argc == 3 && !strcmp(argv[1], "tap"))
 		return do_tap(argv);
 	if (argc == 5 && !strcmp(argv[1], "tcpsend"))

@@ -1,5 +1,16 @@
-# sourced by run.sh and nics.sh: build kmod/ for one kernel's headers, and
-# boot a guest and read its result. Needs $top (the repository).
+# sourced by run.sh, nics.sh and routers.sh: their settings, build kmod/
+# for one kernel's headers, and boot a guest and read its result. Needs $top
+# (the repository).
+
+work=${HS_QEMU_DIR:-$top/build/qemu}
+cli=${HS_CLI:-$top/build/hopscope}
+CC=${CC:-gcc}
+CFLAGS="-O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11"
+
+need_qemu() {	# LABEL: exit 77 unless QEMU and busybox-static are installed
+	command -v qemu-system-x86_64 >/dev/null || { echo "$1: qemu-system-x86_64 missing (scripts/install-deps.sh)"; exit 77; }
+	[ -x /bin/busybox ] || { echo "$1: busybox-static missing (scripts/install-deps.sh)"; exit 77; }
+}
 
 # KDIR DIR: a copy of the sources per kernel, so builds never mix. Built
 # through the root Kbuild, as a kernel tree enters it (obj-$(CONFIG_HOPSCOPE)

@@ -20,11 +20,6 @@ GAP=300		# microseconds between them: no emulated ring overflows
 TCP_BYTES=200000	# about 140 segments
 GRO_BYTES=2000000	# about 1400 segments: what GRO merges untraced
 
-num() {	# FILE KEY: the number after KEY in hopscope's summary, -1 when missing
-	_v=$(sed -n "s/.* $2 \([0-9]*\).*/\1/p" "$1" | tail -n 1)
-	echo "${_v:--1}"
-}
-
 # the NIC whose MAC is $1, renamed $3, in namespace $2
 nic() {
 	for _dev in /sys/class/net/*; do

@@ -11,22 +11,17 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-# build_module KDIR DIR, boot_guest LABEL DIR KERNEL [QEMU ARGS]
+# the settings; need_qemu LABEL, build_module KDIR DIR, boot_guest LABEL DIR KERNEL [QEMU ARGS]
 . "$here/lib.sh"
-work=${HS_QEMU_DIR:-$top/build/qemu}
 limit=${HS_QEMU_TIMEOUT:-300}
-cli=${HS_CLI:-$top/build/hopscope}
 series=${1:-6.12}
 # 6.1 has no BPF netfilter link: the module is its backend
 backend=ebpf
 [ "$series" = 6.1 ] && backend=kmod
-CC=${CC:-gcc}
-CFLAGS="-O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11"
 # driver, QEMU's device: in this order, driver D's NICs have MACs 52:54:00:0D:00:0N
 DRIVERS="virtio_net:virtio-net-pci e1000e:e1000e vmxnet3:vmxnet3"
 
-command -v qemu-system-x86_64 >/dev/null || { echo "nics-qemu: qemu-system-x86_64 missing (scripts/install-deps.sh)"; exit 77; }
-[ -x /bin/busybox ] || { echo "nics-qemu: busybox-static missing (scripts/install-deps.sh)"; exit 77; }
+need_qemu nics-qemu
 [ -x "$cli" ] || { echo "nics-qemu: no $cli (make)"; exit 77; }
 ethtool=$(command -v ethtool) || { echo "nics-qemu: ethtool missing (apt-get install ethtool)"; exit 77; }
 kdir=$(ls -d /usr/src/linux-headers-"$series".*-amd64 2>/dev/null | sort -V | tail -n 1)

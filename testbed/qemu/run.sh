@@ -12,15 +12,12 @@
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
-work=${HS_QEMU_DIR:-$top/build/qemu}
+# the settings; need_qemu LABEL, build_module KDIR DIR, boot_guest LABEL DIR KERNEL [QEMU ARGS]
+. "$here/lib.sh"
 limit=${HS_QEMU_TIMEOUT:-240}	# seconds per guest
-cli=${HS_CLI:-$top/build/hopscope}
 guest=${HS_QEMU_GUEST:-$here/guest.sh}
-CC=${CC:-gcc}
-CFLAGS="-O2 -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11"
 
-command -v qemu-system-x86_64 >/dev/null || { echo "kmod-qemu: qemu-system-x86_64 missing (scripts/install-deps.sh)"; exit 77; }
-[ -x /bin/busybox ] || { echo "kmod-qemu: busybox-static missing (scripts/install-deps.sh)"; exit 77; }
+need_qemu kmod-qemu
 
 headers() {	# newest plain amd64 headers of a series: 6.1 -> /usr/src/linux-headers-6.1.0-N-amd64
 	ls -d /usr/src/linux-headers-"$1".*-amd64 2>/dev/null | sort -V | tail -n 1
@@ -40,9 +37,6 @@ build_tools() {	# $CFLAGS is a list of flags: split on purpose
 	# shellcheck disable=SC2086
 	$CC $CFLAGS -static -I"$top/include" -o "$work/tools/hs_hsrcost" "$here/hs_hsrcost.c"
 }
-
-# build_module KDIR DIR, boot_guest LABEL DIR KERNEL [QEMU ARGS]
-. "$here/lib.sh"
 
 run_series() {
 	kdir=$(headers "$1")
