@@ -89,7 +89,7 @@ check_flowtable() {	# PATHS SOURCE
 		$ok = 0
 }
 
-# the inet flowtable of issue 30: both directions' devices, the flow added
+# an inet flowtable on both directions' devices, the flow added
 # once conntrack has seen it established
 cat >/tmp/flowtable.nft <<'NFT'
 table inet f {
