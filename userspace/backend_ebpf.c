@@ -25,6 +25,23 @@
 /* the BPF netfilter link refuses NF_IP_PRI_FIRST/LAST themselves (ERANGE) */
 #define PRI_FIRST (NF_IP_PRI_FIRST + 1)
 #define PRI_LAST (NF_IP_PRI_LAST - 1)
+/*
+ * It also refuses a priority any other hook of that family and hook holds
+ * (EBUSY, nf_hook_entries_grow): an nftables base chain, or the kernel's own
+ * (IPv6 conntrack confirms at LOCAL_IN at NF_IP6_PRI_LAST - 1). A probe takes
+ * PRI_FIRST or PRI_LAST, else the next priority inward, at most
+ * HS_PRI_TRIES of them. The bounds keep each probe on its side of every
+ * hook the kernel has (include/uapi/linux/netfilter_ipv4.h, _ipv6.h; the
+ * same numbers): t2 and t_fwd before the first (raw before defrag, -450,
+ * then defrag, raw, SELinux, conntrack), t3 after the last one short of
+ * confirm (conntrack helper 300, after SNAT 100 and SELinux's last 225);
+ * LOCAL_IN only retires packets, any late place will do.
+ */
+#define HS_PRI_TRIES 16
+_Static_assert(PRI_FIRST + HS_PRI_TRIES - 1 < NF_IP_PRI_RAW_BEFORE_DEFRAG,
+	       "t2 and t_fwd stay before the kernel's first hook");
+_Static_assert(PRI_LAST - (HS_PRI_TRIES - 1) > NF_IP_PRI_CONNTRACK_HELPER,
+	       "t3 stays after the kernel's hooks but conntrack confirm");
 #define HS_MAX_LINKS 64
 
 struct ebpf {
@@ -36,6 +53,7 @@ struct ebpf {
 	uint32_t ring_shift;
 	struct bpf_link *links[HS_MAX_LINKS];
 	int nlinks;
+	int prio[NF_INET_NUMHOOKS];	/* the netfilter priority each hook got */
 	int xdp_fds[HS_MAX_IFACES];
 	int xdp_ifc[HS_MAX_IFACES];	/* the cfg->ifaces index of each xdp_fds */
 	int nxdp;
@@ -152,22 +170,64 @@ static int add_link(struct ebpf *e, struct bpf_link *l, const char *what)
 	return 0;
 }
 
-static int attach_nf(struct ebpf *e, struct bpf_program *p, enum nf_inet_hooks hook, int prio,
+/*
+ * p at hook for IPv4 and IPv6, at one priority for both (the header's one
+ * number): from PRI_FIRST inward when early, else from PRI_LAST inward,
+ * the first one both families have free. Says why on failure.
+ */
+static int attach_nf(struct ebpf *e, struct bpf_program *p, enum nf_inet_hooks hook, bool early,
 		     const char *name)
 {
 	static const int pfs[] = { NFPROTO_IPV4, NFPROTO_IPV6 };
+	static const char *const family_names[] = { "IPv4", "IPv6", "IPv4 or IPv6" };
+	static const char *const hooks[] = { "PRE_ROUTING", "LOCAL_IN", "FORWARD", "LOCAL_OUT",
+					     "POST_ROUTING" };
+	int first = early ? PRI_FIRST : PRI_LAST, step = early ? 1 : -1, busy = 0;
+	bool stranger = false;	/* a holder that is not the kernel's */
 
-	for (int i = 0; i < 2; i++) {
-		LIBBPF_OPTS(bpf_netfilter_opts, o, .pf = pfs[i], .hooknum = hook, .priority = prio);
-		char what[64];
-		int err;
+	for (int t = 0; t < HS_PRI_TRIES; t++) {
+		int prio = first + t * step, i, err;
+		struct bpf_link *l[2] = {};
+		/* a refusal here is a step inward, not libbpf's warning */
+		libbpf_print_fn_t print = libbpf_set_print(NULL);
 
-		snprintf(what, sizeof(what), "netfilter %s (%s)", name, i ? "IPv6" : "IPv4");
-		err = add_link(e, bpf_program__attach_netfilter(p, &o), what);
-		if (err)
+		for (i = 0; i < 2; i++) {
+			LIBBPF_OPTS(bpf_netfilter_opts, o, .pf = pfs[i], .hooknum = hook,
+				    .priority = prio);
+
+			l[i] = bpf_program__attach_netfilter(p, &o);
+			if (!l[i])
+				break;
+		}
+		err = -errno;
+		libbpf_set_print(print);
+		if (i == 2) {
+			e->links[e->nlinks++] = l[0];
+			e->links[e->nlinks++] = l[1];
+			e->prio[hook] = prio;
+			if (stranger)
+				fprintf(stderr, "hopscope: %s: priority %d at netfilter %s is "
+					"held by another hook (an nftables chain, or a BPF program: "
+					"if it is an older hopscope, which takes no router lock, "
+					"stop it): attached at %d\n", name, first, hooks[hook], prio);
+			return 0;
+		}
+		bpf_link__destroy(l[0]);
+		if (err != -EBUSY) {
+			fprintf(stderr, "hopscope: cannot attach netfilter %s (%s) at priority %d: "
+				"%s\n", name, family_names[i], prio, strerror(-err));
 			return err;
+		}
+		busy |= 1 << i;
+		/* IPv6 conntrack's confirm hook: the one kernel hook there */
+		stranger |= !t && !(hook == NF_INET_LOCAL_IN && pfs[i] == NFPROTO_IPV6);
 	}
-	return 0;
+	fprintf(stderr, "hopscope: cannot attach netfilter %s: a netfilter hook (an nftables "
+		"chain or the kernel's own) holds every priority from %d to %d at %s (%s): "
+		"move the chains that hold them (`nft list ruleset` shows each chain's "
+		"priority)\n", name, first, first + (HS_PRI_TRIES - 1) * step,
+		hooks[hook], family_names[busy - 1]);
+	return -EBUSY;
 }
 
 /*
@@ -357,11 +417,11 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 		err = add_link(e, bpf_program__attach(s->progs.hs_drop), "tp_btf/kfree_skb");
 	err = err ?: add_link(e, bpf_program__attach(s->progs.hs_output),
 			      "tp_btf/net_dev_start_xmit");
-	err = err ?: attach_nf(e, s->progs.hs_localin, NF_INET_LOCAL_IN, PRI_LAST, "local_in") ?:
-		attach_nf(e, s->progs.hs_postrouting, NF_INET_POST_ROUTING, PRI_LAST, "t3");
+	err = err ?: attach_nf(e, s->progs.hs_localin, NF_INET_LOCAL_IN, false, "local_in") ?:
+		attach_nf(e, s->progs.hs_postrouting, NF_INET_POST_ROUTING, false, "t3");
 	if (!err && (cfg->stages & HS_STAGE_BIT(HS_FWD)))
-		err = attach_nf(e, s->progs.hs_forward, NF_INET_FORWARD, PRI_FIRST, "t_fwd");
-	err = err ?: attach_nf(e, s->progs.hs_prerouting, NF_INET_PRE_ROUTING, PRI_FIRST, "t2");
+		err = attach_nf(e, s->progs.hs_forward, NF_INET_FORWARD, true, "t_fwd");
+	err = err ?: attach_nf(e, s->progs.hs_prerouting, NF_INET_PRE_ROUTING, true, "t2");
 	for (int i = 0; i < cfg->n_ifaces && !err; i++)
 		if (cfg->ifaces[i].is_out)
 			err = attach_tcx(e, i, false);
@@ -385,14 +445,14 @@ static void describe(struct hs_backend *b, const struct ebpf *e, const struct hs
 	hs_backend_hook(b, HS_T1, "xdp", false, 0);
 	if (st & HS_STAGE_BIT(HS_TCIN))
 		hs_backend_hook(b, HS_TCIN, "tcx/ingress", false, 0);
-	hs_backend_hook(b, HS_T2, "netfilter/PRE_ROUTING", true, PRI_FIRST);
+	hs_backend_hook(b, HS_T2, "netfilter/PRE_ROUTING", true, e->prio[NF_INET_PRE_ROUTING]);
 	if (st & HS_STAGE_BIT(HS_FWD))
-		hs_backend_hook(b, HS_FWD, "netfilter/FORWARD", true, PRI_FIRST);
-	hs_backend_hook(b, HS_T3, "netfilter/POST_ROUTING", true, PRI_LAST);
+		hs_backend_hook(b, HS_FWD, "netfilter/FORWARD", true, e->prio[NF_INET_FORWARD]);
+	hs_backend_hook(b, HS_T3, "netfilter/POST_ROUTING", true, e->prio[NF_INET_POST_ROUTING]);
 	if (st & HS_STAGE_BIT(HS_TCEG))
 		hs_backend_hook(b, HS_TCEG, "tcx/egress", false, 0);
 	hs_backend_hook(b, HS_T4, "tp_btf/net_dev_start_xmit", false, 0);
-	hs_backend_hook(b, HS_HOOK_LOCAL_IN, "netfilter/LOCAL_IN", true, PRI_LAST);
+	hs_backend_hook(b, HS_HOOK_LOCAL_IN, "netfilter/LOCAL_IN", true, e->prio[NF_INET_LOCAL_IN]);
 	if (cfg->drops)
 		hs_backend_hook(b, HS_HOOK_DROP, "tp_btf/kfree_skb", false, 0);
 	js_open(&b->info, NULL, '{');

@@ -18,6 +18,7 @@
 #include "netns.h"
 #include "paths.h"
 #include "record.h"
+#include "routerlock.h"
 #include "runmeta.h"
 #include "snapshot.h"
 #include "sample.h"
@@ -752,7 +753,7 @@ int hs_cmd_record(int argc, char **argv)
 	struct hs_clock_facts clock;
 	struct run run = { .clock = &clock, .cfg = &o.cfg };
 	struct js header;
-	int err;
+	int err, lock;
 
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
@@ -773,6 +774,11 @@ int hs_cmd_record(int argc, char **argv)
 	if (hs_netns_enter(o.cfg.netns, &o.cfg.netns_inum) ||
 	    hs_ifaces_add(&o.cfg, o.in, 0) || hs_ifaces_add(&o.cfg, o.out, 1) ||
 	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode))
+		return 1;
+	/* before any probe, for every backend; held until the probes are gone
+	 * (an early return ends the process, and the lock with it) */
+	lock = hs_router_lock(HS_LOCK_DIR, o.cfg.netns_inum, o.cfg.netns, o.in, o.out);
+	if (lock < 0)
 		return 1;
 
 	run.b = pick_backend(o.backend);
@@ -838,6 +844,7 @@ int hs_cmd_record(int argc, char **argv)
 	hs_flight_free(run.flight);
 	hs_writer_free(&run.w);
 	run.b->close(run.b);
+	close(lock);
 	hs_clock_facts_free(&clock);
 	free(o.cfg.calibration);
 	return err;
