@@ -41,7 +41,9 @@ def quiet():
 def bridge_output():
     """the router's output to the receiver becomes bridge br-out with r-rx its
     one port; the route to the receiver goes to br-out"""
-    router("ip link add br-out type bridge", "ip link set r-rx master br-out",
+    # no multicast: br-out's IGMP reports would cross it too
+    router("ip link add br-out type bridge", "ip link set br-out multicast off",
+           "ip link set r-rx master br-out",
            "ip addr flush dev r-rx", "ip addr add 198.18.3.1/24 dev br-out",
            "ip link set br-out up",
            f"ip neigh replace 198.18.3.2 lladdr {RX_MAC} dev br-out nud permanent")
@@ -110,6 +112,14 @@ def test_a_device_and_its_upper_refused(tb, tmp_path):
     err = refused(tmp_path, "r-s1", "br-out,r-rx")
     assert "--out names r-rx and br-out, and r-rx is a port of bridge br-out: each packet " \
         "routed to br-out would be stamped twice" in err, err
+    # stacked by its parent (IFLA_LINK), and two levels up
+    router("ip link add link r-s2 name mv0 type macvlan",
+           "ip link add link br-in name mv1 type macvlan")
+    err = refused(tmp_path, "mv0,r-s2", "r-rx")
+    assert "--in names r-s2 and mv0, and r-s2 is the parent of macvlan mv0" in err, err
+    err = refused(tmp_path, "r-s1,mv1", "r-rx")
+    assert "--in names r-s1 and mv1, and r-s1 is a port of bridge br-in, which is the " \
+        "parent of macvlan mv1" in err, err
 
 
 def test_output_a_bridge_port(tb, recorder):
@@ -144,6 +154,26 @@ def test_output_the_bridge(tb, recorder):
     assert br["master"] is None and br["lower"] == ["r-rx"] and br["upper"] == [], br
     assert "br-out is a bridge over r-rx: t4 is the hand-over to br-out, before the qdisc " \
         "of r-rx; name r-rx in --out instead to stamp after it" in rec.summary, rec.summary
+
+
+def test_tunnel_and_its_underlay(tb, recorder):
+    tb.up()
+    # no dev: its underlay is where the route to its remote goes, r-rx
+    router("ip link add vx0 type vxlan id 5 remote 198.18.3.2 dstport 4789",
+           "ip link set vx0 up")
+    rec = recorder(ins="r-s1", outs="r-rx")
+    df, _ = stopped(rec)
+    assert iface(df, "r-rx")["upper"] == ["vx0"], iface(df, "r-rx")
+    assert df.attrs["header"]["pass_ifaces"] == []  # a tunnel is no L2 step: not passed by
+    text = rec.summary
+    assert "r-rx is the underlay of vxlan tunnel vx0: packets routed to vx0 leave r-rx in " \
+        "a new outer packet, which is not followed" in text, text
+    rec = recorder(ins="r-s1", outs="vx0")
+    text = rec.stop()
+    assert "vx0 is a vxlan tunnel: encapsulation makes a new outer packet; t4 is the inner " \
+        "packet's hand-over to vx0, and the queue of its underlay r-rx is not measured" \
+        in text, text
+    assert "underlay of" not in text, text
 
 
 def test_input_a_port_of_a_bridge_that_calls_iptables(tb, recorder):
