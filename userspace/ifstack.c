@@ -365,7 +365,8 @@ static int pass_uppers(struct hs_config *cfg, const struct hs_links *ls,
 	for (int i = 0; !err && depth < MAX_DEPTH && i < ls->n; i++) {
 		const struct hs_link *u = &ls->l[i];
 
-		if (!l2_upper(x, u) || named(cfg, u->ifindex))
+		/* an upper that is itself an --out: refused before (check_pairs) */
+		if (!l2_upper(x, u))
 			continue;
 		snprintf(how, sizeof(how), "%s", o->name);
 		chain(ls, by_index(ls, o->ifindex), u->ifindex, how, sizeof(how), 0);
@@ -564,11 +565,11 @@ static void tc_ingress(const struct hs_links *ls, struct hs_iface *ifc)
 
 /* ---- at start ----------------------------------------------------------------- */
 
-static void say_input(const struct hs_links *ls, const struct hs_link *x)
+static void say_input(const struct hs_link *x)
 {
-	bool v4 = bridge_calls(x, 0);
+	bool v4 = !strcmp(x->kind, "bridge") && bridge_calls(x, 0);
 
-	if (strcmp(x->kind, "bridge") || (!v4 && !bridge_calls(x, 1)))
+	if (!v4 && (strcmp(x->kind, "bridge") || !bridge_calls(x, 1)))
 		return;
 	fprintf(stderr, "hopscope: warning: %s is a bridge that calls ip%stables "
 		"(bridge-nf-call-ip%stables=1): PRE_ROUTING runs inside the bridge before %s's "
@@ -602,7 +603,7 @@ int hs_ifstack_check(struct hs_config *cfg)
 		}
 		if (!ifc->is_in)
 			continue;
-		say_input(&ls, x);
+		say_input(x);
 		br = bridge_of(&ls, x);
 		if (br && bridge_calls(br, 0))
 			ifc->fast |= HS_IFP_BR_NF4;
