@@ -137,7 +137,7 @@ clean:
 -include kmod/kmod.mk
 
 # BPF unit tests: the XDP stage on crafted frames (BPF_PROG_TEST_RUN)
-PROG_RUN_OBJS := $(addprefix $(OUT)/obj/,runmeta.o dropreasons.o ifaces.o json.o sample.o)
+PROG_RUN_OBJS := $(addprefix $(OUT)/obj/,runmeta.o dropreasons.o ifaces.o ifstack.o json.o sample.o)
 $(OUT)/prog_run: tests/bpf/prog_run.c $(PROG_RUN_OBJS) $(OUT)/hopscope.skel.h
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(PROG_RUN_OBJS) $(LDLIBS) -o $@

@@ -55,6 +55,7 @@ struct hs_config {
 	uint32_t pass_if[HS_MAX_IFACES];
 	char pass_name[HS_MAX_IFACES][32];
 	int n_pass;
+	bool flowtables_known;		/* nft listed the netns's flowtables (HS_IFP_FLOWTABLE) */
 	uint32_t slots_per_cpu;		/* power of two */
 	uint64_t ringbuf_bytes;
 	bool drops;			/* record kernel drops (skb:kfree_skb) */

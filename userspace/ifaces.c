@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include "ifaces.h"
+#include "ifstack.h"
 
 extern char **environ;
 
@@ -133,11 +134,7 @@ static char *read_line(const char *fmt, const char *name)
 	return strdup(buf);
 }
 
-/*
- * What argv (a program in PATH) writes to stdout, or NULL if it cannot run or
- * fails. No shell: an argument (an interface name) is never interpreted.
- */
-static char *run_output(char *const argv[])
+char *hs_run_output(char *const argv[])
 {
 	posix_spawn_file_actions_t fa;
 	char *out = NULL, buf[4096];
@@ -183,7 +180,7 @@ static char *run_output(char *const argv[])
 char *hs_qdisc_json(const char *ifname)
 {
 	char *argv[] = { "tc", "-s", "-j", "qdisc", "show", "dev", (char *)ifname, NULL };
-	char *out = run_output(argv);
+	char *out = hs_run_output(argv);
 
 	if (out && out[0] != '[') {
 		free(out);
@@ -210,6 +207,10 @@ void hs_ifaces_xdp_json(struct js *j, const struct hs_config *cfg)
 
 void hs_ifaces_json(struct js *j, const struct hs_config *cfg)
 {
+	struct hs_links ls;
+
+	if (hs_links_read(&ls))
+		ls.n = 0;	/* no stack said: each interface's lists empty */
 	js_open(j, "interfaces", '[');
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		const struct hs_iface *ifc = &cfg->ifaces[i];
@@ -239,10 +240,17 @@ void hs_ifaces_json(struct js *j, const struct hs_config *cfg)
 			js_raw(j, "coalesce", NULL);
 		}
 		js_raw(j, "qdisc", qd);
+		hs_ifstack_json(j, &ls, ifc);
 		js_close(j, '}');
 		free(rps);
 		free(mtu);
 		free(qd);
 	}
 	js_close(j, ']');
+	hs_links_free(&ls);
+	js_open(j, "pass_ifaces", '[');
+	for (int i = 0; i < cfg->n_pass; i++)
+		js_str(j, NULL, cfg->pass_name[i]);
+	js_close(j, ']');
+	js_bool(j, "flowtables_known", cfg->flowtables_known);
 }

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "flight.h"
 #include "ifaces.h"
+#include "ifstack.h"
 #include "ifwatch.h"
 #include "netns.h"
 #include "paths.h"
@@ -775,6 +776,9 @@ int hs_cmd_record(int argc, char **argv)
 	    hs_ifaces_add(&o.cfg, o.in, 0) || hs_ifaces_add(&o.cfg, o.out, 1) ||
 	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode))
 		return 1;
+	err = hs_ifstack_check(&o.cfg);
+	if (err)
+		return err == -EINVAL ? 2 : 1;
 	/* before any probe, for every backend; held until the probes are gone
 	 * (an early return ends the process, and the lock with it) */
 	lock = hs_router_lock(HS_LOCK_DIR, o.cfg.netns_inum, o.cfg.netns, o.in, o.out);
