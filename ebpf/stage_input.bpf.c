@@ -126,6 +126,34 @@ static __always_inline int hs_unsampled(struct xdp_md *ctx)
 	return XDP_PASS;
 }
 
+/*
+ * A packet back at its input's XDP: an ifb (ingress shaping) hands what tc
+ * ingress redirected to it back to the input's receive, and generic XDP runs
+ * again. Its metadata is still in front of it (adjust_meta leaves the room's
+ * bytes as they are). It is the packet of that seq when the slot is still
+ * that seq's, from this input, not yet at PRE_ROUTING, and holds this
+ * packet (its key, where the slot keeps one; else its header fields): it
+ * keeps its t1, and the ifb's queue lies in its d_iq (path ifb).
+ */
+static __always_inline bool hs_again(struct xdp_md *ctx, const struct hs_meta *meta,
+				     const struct hs_key_input *k, const struct hs_pkt *p)
+{
+	__u64 seq = meta->seq;
+	struct hs_record *rec;
+
+	if (meta->magic != HS_META_MAGIC || !seq)
+		return false;
+	rec = hs_slot(seq);
+	if (!rec || HS_READ_ONCE(rec->seq) != seq || rec->in_ifindex != ctx->ingress_ifindex ||
+	    rec->t[HS_T2])
+		return false;
+	if (rec->key)
+		return rec->key == hs_key_hash(k);
+	return rec->sport == p->sport && rec->dport == p->dport && rec->ip_len == p->ip_len &&
+		rec->proto == p->proto && rec->saddr[0] == p->saddr[0] &&
+		rec->daddr[0] == p->daddr[0];
+}
+
 SEC("xdp")
 int hs_input(struct xdp_md *ctx)
 {
@@ -164,6 +192,10 @@ int hs_input(struct xdp_md *ctx)
 	meta = hs_meta_room(ctx);
 	if (!meta)
 		return XDP_PASS;
+	if (hs_again(ctx, meta, &k, &p)) {
+		hs_count(HS_C_XDP_AGAIN);
+		return XDP_PASS;
+	}
 
 	n = bpf_map_lookup_elem(&seqno, &zero);
 	if (!n)

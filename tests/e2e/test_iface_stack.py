@@ -11,7 +11,7 @@ import pytest
 
 import hopscope
 import livebed
-from testlib import HOPSCOPE, Recorder, sh
+from testlib import HOPSCOPE, Recorder, left_router, sh
 from livebed import ipv4_only, links, ns, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
 
 N = 300
@@ -94,7 +94,9 @@ def forwarded(rec, out_if):
     df, c = stopped(rec)
     got = udp_in() - rx
     done = df[df.status == "complete"]
-    assert got == len(done) == c["complete"] == N, (got, df.status.value_counts(), c)
+    # left_router: where the kernel skipped t4's probe, flagged, not complete
+    assert got == int(left_router(df).sum()) == N, (got, df.status.value_counts(), c)
+    assert c["complete"] == len(done), (len(done), c)
     assert (done.out_ifindex == ifindex(out_if)).all(), done.out_ifindex.value_counts()
     return df, c
 
@@ -219,11 +221,11 @@ def test_ifb_on_the_input(tb, recorder):
     done = df[df.status == "complete"]
     assert (done.path == "ifb").all(), done.path.value_counts()
     assert "r-s1's tc ingress redirects to ifb0" in rec.summary, rec.summary
-    if len(df) != N:
-        # ifb0 hands the packet back to r-s1's receive, where generic XDP runs
-        # again: a second slot, which the later stages find, and the first
-        # one left with t1 alone (ebpf/stage_input.bpf.c)
-        pytest.xfail(f"{len(df) - N} packets recorded twice: XDP again after the ifb")
+    # ifb0 hands each packet back to r-s1's receive, where generic XDP runs
+    # again: the packet keeps its slot and its first t1, so d_iq holds the
+    # ifb's queue (ebpf/stage_input.bpf.c, hs_again)
+    assert len(df) == N and c["xdp_again"] == N, (len(df), c)
+    assert c["xdp_pkts"] - c["xdp_nonip"] == 2 * N + c["local"], c
 
 
 # a tc classifier that is not hopscope's: passes every packet on
