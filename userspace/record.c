@@ -754,7 +754,7 @@ int hs_cmd_record(int argc, char **argv)
 	struct hs_clock_facts clock;
 	struct run run = { .clock = &clock, .cfg = &o.cfg };
 	struct js header;
-	int err, lock;
+	int err, lock = -1;
 
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
@@ -779,15 +779,20 @@ int hs_cmd_record(int argc, char **argv)
 	err = hs_ifstack_check(&o.cfg);
 	if (err)
 		return err == -EINVAL ? 2 : 1;
-	/* before any probe, for every backend; held until the probes are gone
-	 * (an early return ends the process, and the lock with it) */
-	lock = hs_router_lock(HS_LOCK_DIR, o.cfg.netns_inum, o.cfg.netns, o.in, o.out);
-	if (lock < 0)
-		return 1;
-
 	run.b = pick_backend(o.backend);
 	if (!run.b)
 		return 1;
+	/* before any probe; held until the probes are gone (an early return
+	 * ends the process, and the lock with it). The eBPF probes read any
+	 * hopscope's XDP metadata; the module shares nothing with them, and
+	 * refuses a second session itself */
+	if (!strcmp(run.b->name, "ebpf")) {
+		lock = hs_router_lock(HS_LOCK_DIR, o.cfg.netns_inum, o.cfg.netns, o.in, o.out);
+		if (lock < 0) {
+			run.b->close(run.b);
+			return 1;
+		}
+	}
 	if (sampled(&o.cfg) && !run.b->sample) {
 		fprintf(stderr, "hopscope: --sample needs the eBPF backend, not %s\n", run.b->name);
 		run.b->close(run.b);
@@ -848,7 +853,8 @@ int hs_cmd_record(int argc, char **argv)
 	hs_flight_free(run.flight);
 	hs_writer_free(&run.w);
 	run.b->close(run.b);
-	close(lock);
+	if (lock >= 0)
+		close(lock);
 	hs_clock_facts_free(&clock);
 	free(o.cfg.calibration);
 	return err;
