@@ -3,13 +3,11 @@ program in a scratch folder (no namespace, no root): the holder's line, the
 second recorder's message naming it, a file left by a recorder that is gone
 (taken over), and a folder that cannot be made."""
 import re
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+import charness
 
 # argv: dir inode netns|- in out; takes the lock, says "locked", then holds
 # it until its stdin closes
@@ -41,15 +39,7 @@ MESSAGE = (r"hopscope: another hopscope \((?P<line>.*)\) is recording this route
 
 @pytest.fixture(scope="module")
 def exe(tmp_path_factory):
-    gcc = shutil.which("gcc")
-    assert gcc, "gcc is needed (scripts/install-deps.sh installs it)"
-    d = tmp_path_factory.mktemp("routerlock")
-    (d / "main.c").write_text(PROGRAM)
-    out = d / "routerlock"
-    subprocess.run([gcc, "-std=gnu11", "-Wall", "-Werror", "-I", str(ROOT / "userspace"),
-                    "-o", str(out), str(d / "main.c"), str(ROOT / "userspace" / "routerlock.c")],
-                   check=True)
-    return str(out)
+    return str(charness.build(tmp_path_factory, "routerlock", PROGRAM, ["routerlock.c"]))
 
 
 def holder(exe, d, *args):

@@ -4,15 +4,13 @@ that is not a regular file or is being read, and text that is not UTF-8."""
 import json
 import mmap
 import os
-import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
 
+import charness
 import hopscope
 
-ROOT = Path(__file__).resolve().parents[2]
 
 PROGRAM = r"""
 #include <signal.h>
@@ -131,20 +129,8 @@ int main(int argc, char **argv)
 
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
-    gcc = shutil.which("gcc")
-    assert gcc, "gcc is needed (scripts/install-deps.sh installs it)"
-    d = tmp_path_factory.mktemp("writer")
-    (d / "w.c").write_text(PROGRAM)
-    exe = d / "w"
-    src = [str(d / "w.c")] + [str(ROOT / "userspace" / f)
-                              for f in ("writer.c", "flows.c", "json.c")]
-    base = [gcc, "-std=gnu11", "-g", "-Wall", "-Werror", "-I", str(ROOT / "include"),
-            "-I", str(ROOT / "userspace"), "-o", str(exe)] + src + ["-lz"]
-    asan = subprocess.run(base[:1] + ["-fsanitize=address,undefined"] + base[1:],
-                          capture_output=True, text=True)
-    if asan.returncode:  # no sanitizer runtime here: the plain build still runs the checks
-        subprocess.run(base, check=True)
-    return exe
+    return charness.build(tmp_path_factory, "writer", PROGRAM,
+                          ["writer.c", "flows.c", "json.c"], ["-lz"], sanitize=True)
 
 
 def _run(exe, *args, **kw):
