@@ -134,6 +134,28 @@ static char *read_line(const char *fmt, const char *name)
 	return strdup(buf);
 }
 
+int hs_ifaces_tx(const struct hs_config *cfg, uint64_t tx[2])
+{
+	static const char *const what[] = { "tx_packets", "tx_dropped" };
+
+	tx[0] = tx[1] = 0;
+	for (int i = 0; i < cfg->n_ifaces; i++) {
+		if (!cfg->ifaces[i].is_out)
+			continue;
+		for (int k = 0; k < 2; k++) {
+			char fmt[64], *v;
+
+			snprintf(fmt, sizeof(fmt), "/sys/class/net/%%s/statistics/%s", what[k]);
+			v = read_line(fmt, cfg->ifaces[i].name);
+			if (!v)
+				return -1;
+			tx[k] += strtoull(v, NULL, 10);
+			free(v);
+		}
+	}
+	return 0;
+}
+
 char *hs_run_output(char *const argv[])
 {
 	posix_spawn_file_actions_t fa;

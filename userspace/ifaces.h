@@ -20,5 +20,8 @@ void hs_ifaces_xdp_json(struct js *j, const struct hs_config *cfg);
 char *hs_run_output(char *const argv[]);
 /* `tc -s -j qdisc show dev NAME` output (JSON), or NULL */
 char *hs_qdisc_json(const char *ifname);
+/* the --out interfaces' transmit counters summed (sysfs statistics): tx[0]
+ * packets sent, tx[1] dropped at transmit; -1 when one cannot be read */
+int hs_ifaces_tx(const struct hs_config *cfg, uint64_t tx[2]);
 
 #endif

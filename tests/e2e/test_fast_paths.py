@@ -7,12 +7,13 @@ flowtable, which this kernel lacks, is tested in the QEMU guest
 (tests/routers)."""
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 from testlib import HOPSCOPE, left_router, sh
-from livebed import links, ns, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
+from livebed import ipv4_only, links, ns, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
 
 N = 400
 FAST, SLOW = 7001, 7002
@@ -99,3 +100,39 @@ def test_an_input_with_an_xdp_program_of_its_own_is_refused_by_name(tb, tmp_path
     # theirs stays; none of hopscope's programs is left on the router
     show = ns("router", "ip", "-j", "-d", "link", "show").stdout
     assert "xdp_theirs" in show and "hs_input" not in show
+
+
+# M raw frames on r-rx from a packet socket that bypasses the qdisc
+# (__dev_direct_xmit): transmitted with no net_dev_start_xmit, as a packet of
+# a fast path with no stage on the CPU would be
+BYPASS = r"""
+import socket, sys
+m = int(sys.argv[1])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.setsockopt(263, 20, 1)  # SOL_PACKET, PACKET_QDISC_BYPASS
+s.bind(("r-rx", 0))
+frame = b"\xff" * 6 + b"\x02\x00\x00\x00\x00\x01" + b"\x88\xb5" + bytes(46)  # local experimental
+for _ in range(m):
+    assert s.send(frame) == len(frame)
+"""
+
+
+def test_what_leaves_an_output_unseen_is_counted(tb, recorder):
+    """END's outputs_tx: every transmit on the traced outputs is seen at t4
+    or counted unseen, exactly when the outputs are quiet at start and stop"""
+    tb.up()
+    ipv4_only()
+    rec = recorder(ins="r-s1", outs="r-rx")
+    before = links()
+    send_udp(N, port=SLOW, sport=41003)
+    wait_out(before, N)
+    m = 37
+    r = ns("router", sys.executable, "-c", BYPASS, str(m), check=False)
+    assert r.returncode == 0, r.stderr
+    df, c = stopped(rec)
+    tx = df.attrs["trailer"]["outputs_tx"]
+    assert tx["unseen"] == m, (tx, c)
+    assert tx["tx_packets"] + tx["tx_dropped"] == tx["seen_at_t4"] + m, tx
+    assert tx["seen_at_t4"] == c["complete"] + c["partial"] + c["out_nometa"] + c["out_segs"]
+    text = sh(HOPSCOPE, "describe", str(rec.out)).stdout
+    assert f"{m} packets left the traced outputs without passing t4" in text, text

@@ -183,7 +183,9 @@ def test_second_recorder_refused_naming_the_first(tb, recorder, tmp_path):
         r = sh(HOPSCOPE, "record", "-q", "--netns", P + "router", "--in", "r-s2", "--out",
                "r-rx", "-o", str(out), *extra, check=False, timeout=60)
         assert r.returncode == 1, (extra, r.stderr)
+        # after the line --backend auto says which backend it took
         assert re.fullmatch(
+            r"hopscope: this kernel has the BPF netfilter link: using the eBPF backend\n"
             rf"hopscope: another hopscope \(pid {first.p.pid}, router ns '{P}router', --in r-s1 "
             r"--out r-rx, since \d{4}-\d\d-\d\d \d\d:\d\d:\d\d\) is recording this router: "
             r"its probes hold the router's hooks; stop it first \(one recorder per router "

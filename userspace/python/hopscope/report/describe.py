@@ -152,6 +152,11 @@ def path_lines(df, complete):
         out.append(("paths", f"{counts['no_netfilter']} packets skipped PRE_ROUTING and "
                              "POST_ROUTING by a fast path hopscope could not name (their "
                              "input had no flowtable or tc program at the start, or both)"))
+    tx = (df.attrs.get("trailer") or {}).get("outputs_tx") or {}
+    if tx.get("unseen"):
+        out.append(("paths", f"{tx['unseen']} packets left the traced outputs without passing "
+                             "t4 (no probe saw them: XDP forwarding from an untraced input, a "
+                             "packet socket that bypasses the qdisc, hardware offload)"))
     partial = int((df["status"] == "partial").sum())
     if partial:
         out.append(("paths", f"{partial} packets left a traced output with t2 or t3 alone "
