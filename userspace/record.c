@@ -441,6 +441,7 @@ struct run {
 	uint64_t tx_start[2], tx_end[2];
 	int tx_err;
 	bool tx_read;	/* both read (a flight dump's END comes before the stop) */
+	uint64_t tx_unseen;
 };
 
 /*
@@ -503,7 +504,8 @@ static void tx_json(struct run *run, struct js *j)
 	js_u64(j, "tx_packets", run->tx_end[0] - run->tx_start[0]);
 	js_u64(j, "tx_dropped", run->tx_end[1] - run->tx_start[1]);
 	js_u64(j, "seen_at_t4", seen);
-	js_u64(j, "unseen", sent > seen ? sent - seen : 0);
+	run->tx_unseen = sent > seen ? sent - seen : 0;
+	js_u64(j, "unseen", run->tx_unseen);
 	js_close(j, '}');
 }
 
@@ -734,6 +736,10 @@ static int record_loop(struct run *run, struct opts *o)
 	summary(run, o->output, reason, now_s() - start);
 	if (run->flight && hs_flight_summary(run->flight))
 		run->err = run->err ?: -EIO;
+	if (run->tx_unseen)
+		fprintf(stderr, "hopscope: %llu packets left the traced outputs without passing t4: "
+			"no probe saw them (outputs_tx in the END chunk; docs/recording.md, "
+			"Forwarding paths)\n", (unsigned long long)run->tx_unseen);
 	if (run->inflight_at_stop > run->w.t4_unseen)
 		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "
 			"(status inflight)\n",

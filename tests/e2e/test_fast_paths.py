@@ -134,5 +134,6 @@ def test_what_leaves_an_output_unseen_is_counted(tb, recorder):
     assert tx["unseen"] == m, (tx, c)
     assert tx["tx_packets"] + tx["tx_dropped"] == tx["seen_at_t4"] + m, tx
     assert tx["seen_at_t4"] == c["complete"] + c["partial"] + c["out_nometa"] + c["out_segs"]
+    assert f"hopscope: {m} packets left the traced outputs without passing t4" in rec.summary
     text = sh(HOPSCOPE, "describe", str(rec.out)).stdout
     assert f"{m} packets left the traced outputs without passing t4" in text, text
