@@ -8,6 +8,7 @@ import sys
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+import hopscope
 from hopscope.record import synth
 
 pytestmark = pytest.mark.slow  # whole reports drawn
@@ -56,6 +57,26 @@ def test_one_run_has_every_page_with_units(runs, tmp_path):
         assert words in text, words
     # a file without probe cost samples: no floor invented
     assert "No probe cost samples in this file" in text
+
+
+def test_fast_path_packets_are_counted_and_kept_apart(tmp_path):
+    """a run with flowtable packets: counted by path on the first page, the
+    stack's tables without them, their transit in a table of its own"""
+    f = tmp_path / "ft.hsr"
+    synth.write_synthetic(f, 20000, seed=3, flowtable_fraction=0.3)
+    out = tmp_path / "ft.pdf"
+    r = report(f, "-o", out)
+    assert r.returncode == 0, r.stderr
+    text = pdf_text(out)
+    df = hopscope.load(str(f))
+    done = df[df.status == "complete"]
+    stack, fast = (int((done.path == p).sum()) for p in ("stack", "flowtable"))
+    assert stack and fast
+    assert f"complete by path: stack {stack}, flowtable {fast}" in text, text[:2000]
+    assert "the stack paths' packets: the delays of the complete ones" in text
+    assert "per forwarding path" in text
+    # the stack's d_iq row counts the stack's packets only
+    assert re.search(rf"^d_iq\s+{stack}\s", text, re.M), text[:3000]
 
 
 def test_several_runs_are_compared_and_overlaid(runs, tmp_path):

@@ -54,6 +54,28 @@ def table(df, by, rows):
     return out
 
 
+def path_stats(df, stages=STAGES + ("d_qdisc",)):
+    """stage_stats of the complete records of each path present, a path
+    apart from every other (a fast path has transit and d_qdisc, not d_iq,
+    d_p, d_oq: only the stages with a delay are rows)."""
+    complete = (df["status"] == "complete").to_numpy()
+    rows = []
+    for path in df["path"].cat.categories:
+        on = complete & (df["path"] == path).to_numpy()
+        if not on.any():
+            continue
+        for stage in stages:
+            if stage not in df.columns:
+                continue
+            v = np.sort(df[stage].to_numpy(np.float64)[on])
+            negative = int(np.searchsorted(v, 0, side="left"))
+            valid_end = int(np.searchsorted(v, np.inf, side="right"))
+            if valid_end > negative:
+                d = Delays((path,), stage, v[negative:valid_end], negative, len(v) - valid_end)
+                rows.append(d.key + (stage,) + describe(d))
+    return table(df, ["path"], rows)
+
+
 def grouped_delays(df, by=None, stages=STAGES):
     """Delays per stage and group (list, stage-major), each group's values
     sorted once for the statistics and any histogram of them."""

@@ -190,11 +190,14 @@ class _Tally:
     def __init__(self):
         self.records = self.overflow = 0
         self.status = np.zeros(256, np.int64)
+        self.complete_path = np.zeros(256, np.int64)
         self.seen = dict.fromkeys(("t2", "t3", "t4"), 0)
 
     def add(self, block):
         self.records += len(block)
         self.status += np.bincount(block["status"], minlength=256)
+        complete = block["status"] == fmt.STATUS["complete"]
+        self.complete_path += np.bincount(block["path"][complete], minlength=256)
         for t in self.seen:
             self.seen[t] += int(np.count_nonzero(block[t]))
         self.overflow += int(np.count_nonzero(block["flow"] == fmt.FLOW_NONE))
@@ -204,12 +207,15 @@ class _Tally:
         counters = dict.fromkeys(fmt.COUNTER_NAMES, 0)
         counters.update(xdp_pkts=self.records, pre_pkts=self.seen["t2"],
                         post_pkts=self.seen["t3"], out_pkts=self.seen["t4"],
-                        complete=by_status["complete"], dropped=by_status["dropped"])
+                        complete=by_status["complete"], dropped=by_status["dropped"],
+                        fast_path=int(self.complete_path[1:].sum()))
         snap = {"monotonic_ns": int(mono_ns)}
         if stop_reason:
             snap["stop_reason"] = stop_reason
         snap["counters"] = counters
         snap["userspace"] = {"records_written": self.records, "records_by_status": by_status,
+                             "complete_by_path": {p: int(self.complete_path[v])
+                                                  for v, p in enumerate(fmt.PATH_NAMES)},
                              "flows": n_flows, "flow_overflow": self.overflow,
                              "inflight_at_stop": by_status["inflight"] if stop_reason else 0,
                              "rb_records": self.records}
@@ -259,7 +265,7 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
                     rate_pps=200_000, drop_fraction=0.002, inflight=3, flows_per_sender=2,
                     max_flows=None, snapshot_every=4, end=True, truncate_bytes=0,
                     corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None,
-                    start_mono=5_000_000_000_000):
+                    start_mono=5_000_000_000_000, flowtable_fraction=0.0):
     """Write an n-record file to path and return a Synthetic describing it.
 
     stages: enabled stage names (the core four are always there).
@@ -271,6 +277,8 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     bad_crc_chunk=i flips a payload byte of the i-th chunk, leaving its CRC stale.
     probe_cost: the COUNTERS and END chunks' "probe_cost" object, as given.
     start_mono: CLOCK_MONOTONIC at the start, ns (the machine's uptime).
+    flowtable_fraction: of the complete packets, this many at random took a
+    flowtable's fast path (path flowtable: no t2, t_fwd, t3).
     """
     stages = [s for s in fmt.STAGE_NAMES if s in set(stages) | set(fmt.CORE_STAGES)]
     rng = np.random.default_rng(seed)
@@ -278,6 +286,13 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     header = _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender)
     records, flows = _records(n, rng, stages, start_mono, rate_pps, drop_fraction,
                               inflight, flows_per_sender)
+    if flowtable_fraction:  # drawn after the rest: the other fields stay as without
+        fast = (records["status"] == fmt.STATUS["complete"]) & \
+            (rng.random(n) < flowtable_fraction)
+        for name in ("t2", "t_fwd", "t3"):
+            if name in stages:
+                records[name][fast] = 0
+        records["path"][fast] = fmt.PATH_NAMES.index("flowtable")
     if max_flows is not None:
         records["flow"][records["flow"] >= max_flows] = fmt.FLOW_NONE
         flows = flows[:max_flows]

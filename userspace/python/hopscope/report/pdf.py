@@ -13,7 +13,7 @@ import pandas as pd
 from ..analysis import budget
 from ..analysis.coffee import recorded_arrivals
 from ..analysis.run import analyse
-from ..analysis.stats import STAGES, stage_stats
+from ..analysis.stats import STAGES, path_stats, stage_stats
 from ..record.hooks import hooks
 from ..record.paths import path_counts, stack_complete
 from ..record.load import load
@@ -163,13 +163,19 @@ def _summary(pdf, label, df, a):
     if not a.complete:
         out.add(layout.Text("No complete packets in this run: no delays to show.", 12, gap=0))
         return out.close()
+    whose = "all packets" if list(paths) in ([], ["stack"]) else "the stack paths' packets"
     out.add(layout.Table(_stat_rows(a.stats), STAT_HEADER,
-                         "all packets: the delays of the complete ones, µs (p50 = RFC 8219 "
+                         f"{whose}: the delays of the complete ones, µs (p50 = RFC 8219 "
                          "typical, p99.9 = worst case; neg/miss: negative or missing delays, "
                          "errors)", size=9))
     out.add(layout.Table(layout.once(_stat_rows(a.stats_by_tos, ("tos",))),
                          ["sender"] + STAT_HEADER,
                          "per sender (µs)", size=9))
+    if list(paths) not in ([], ["stack"]):
+        out.add(layout.Table(layout.once(_stat_rows(path_stats(df), ("path",))),
+                             ["path"] + STAT_HEADER,
+                             "per forwarding path (µs): a fast path has transit (and "
+                             "d_qdisc), no d_iq, d_p, d_oq", size=9))
     return out.close()
 
 
