@@ -216,6 +216,9 @@ HS_EXTERN volatile __u32 hs_out_if[HS_MAX_IFACES] HS_ZERO;
 /* devices on the way to a traced output or back in (hs_config.pass_if):
  * their start_xmit is passed by */
 HS_EXTERN volatile __u32 hs_pass_if[HS_MAX_IFACES] HS_ZERO;
+/* the inputs whose tc ingress redirects to an ifb (HS_IFP_IFB), 0 after the
+ * last: their packets come back to XDP */
+HS_EXTERN volatile __u32 hs_again_if[HS_MAX_IFACES] HS_ZERO;
 
 /* flight recorder (include/hopscope.h): per CPU cfg_flight_n entries (the
  * loader sizes it), its place and counts, and the trigger for the recorder */

@@ -129,7 +129,7 @@ static __always_inline int hs_unsampled(struct xdp_md *ctx)
 /*
  * A packet back at its input's XDP: an ifb (ingress shaping) hands what tc
  * ingress redirected to it back to the input's receive, and generic XDP runs
- * again. Its metadata is still in front of it (adjust_meta leaves the room's
+ * again (on the inputs the recorder found redirecting to one, hs_again_if). Its metadata is still in front of it (adjust_meta leaves the room's
  * bytes as they are). It is the packet of that seq when the slot is still
  * that seq's, from this input, not yet at PRE_ROUTING, and holds this
  * packet (its key, where the slot keeps one; else its header fields): it
@@ -141,6 +141,9 @@ static __always_inline bool hs_again(struct xdp_md *ctx, const struct hs_meta *m
 	__u64 seq = meta->seq;
 	struct hs_record *rec;
 
+	/* only there: elsewhere stale bytes in the room are never looked at */
+	if (hs_if_pos(hs_again_if, ctx->ingress_ifindex) < 0)
+		return false;
 	if (meta->magic != HS_META_MAGIC || !seq)
 		return false;
 	rec = hs_slot(seq);

@@ -336,6 +336,25 @@ static void autoload(struct hs_config *cfg, struct hopscope_bpf *s)
 	bpf_program__set_autoload(s->progs.hs_drop, cfg->drops);
 }
 
+/* cfg->ifaces[i]'s ifindex where the programs look for it; the inputs
+ * that redirect to an ifb listed anew (hs_again_if: no gap before its end) */
+static void set_ifindex(struct ebpf *e, int i)
+{
+	const struct hs_iface *ifc = &e->cfg->ifaces[i];
+	struct hopscope_bpf *s = e->skel;
+	int n = 0;
+
+	if (e->out_pos[i] >= 0)
+		s->bss->hs_out_if[e->out_pos[i]] = ifc->ifindex;
+	if (e->in_pos[i] >= 0)
+		s->bss->hs_in_if[e->in_pos[i]] = ifc->ifindex;
+	for (int k = 0; k < e->cfg->n_ifaces; k++)
+		if (e->cfg->ifaces[k].is_in && (e->cfg->ifaces[k].fast & HS_IFP_IFB))
+			s->bss->hs_again_if[n++] = e->cfg->ifaces[k].ifindex;
+	while (n < HS_MAX_IFACES)
+		s->bss->hs_again_if[n++] = 0;
+}
+
 static int configure(struct ebpf *e, struct hs_config *cfg)
 {
 	struct hopscope_bpf *s = e->skel;
@@ -362,10 +381,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	for (int i = 0; i < cfg->n_ifaces; i++) {
 		e->in_pos[i] = cfg->ifaces[i].is_in ? nin++ : -1;
 		e->out_pos[i] = cfg->ifaces[i].is_out ? nout++ : -1;
-		if (e->in_pos[i] >= 0)
-			s->bss->hs_in_if[e->in_pos[i]] = cfg->ifaces[i].ifindex;
-		if (e->out_pos[i] >= 0)
-			s->bss->hs_out_if[e->out_pos[i]] = cfg->ifaces[i].ifindex;
+		set_ifindex(e, i);
 	}
 	for (int i = 0; i < cfg->n_pass; i++)
 		s->bss->hs_pass_if[i] = cfg->pass_if[i];
@@ -860,10 +876,7 @@ static int ebpf_follow(struct hs_backend *b, int i)
 	struct hs_iface *ifc = &e->cfg->ifaces[i];
 	int err = 0;
 
-	if (e->out_pos[i] >= 0)
-		e->skel->bss->hs_out_if[e->out_pos[i]] = ifc->ifindex;
-	if (e->in_pos[i] >= 0)
-		e->skel->bss->hs_in_if[e->in_pos[i]] = ifc->ifindex;
+	set_ifindex(e, i);
 	if (ifc->is_out)
 		err = attach_tcx(e, i, false);
 	if (!ifc->is_in || err)
