@@ -738,7 +738,8 @@ static int record_loop(struct run *run, struct opts *o)
 		run->err = run->err ?: -EIO;
 	if (run->tx_unseen)
 		fprintf(stderr, "hopscope: %llu packets left the traced outputs without passing t4: "
-			"no probe saw them (outputs_tx in the END chunk; docs/recording.md, "
+			"a way out no probe is on, or a t4 the kernel skipped (those are "
+			"recorded, inflight; outputs_tx in the END chunk; docs/recording.md, "
 			"Forwarding paths)\n", (unsigned long long)run->tx_unseen);
 	if (run->inflight_at_stop > run->w.t4_unseen)
 		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "

@@ -40,7 +40,8 @@ def ditg_logged_but_a_tail(t):
     were all in ITGRecv's log but, at most, its last ones: ITGRecv ends a
     flow when the sender signals its end and leaves what its socket still
     holds unread, which a busy receiver CPU makes a few packets (the
-    receiver's kernel got them: its Udp InDatagrams)."""
+    receiver's kernel got them: its interface counted them; UDP's
+    InDatagrams counts reads only)."""
     got = t.sort_values("seq").received.to_numpy()
     return not got.any() or got[:np.flatnonzero(got)[-1] + 1].all()
 

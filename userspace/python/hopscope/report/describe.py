@@ -155,8 +155,9 @@ def path_lines(df, complete):
     tx = (df.attrs.get("trailer") or {}).get("outputs_tx") or {}
     if tx.get("unseen"):
         out.append(("paths", f"{tx['unseen']} packets left the traced outputs without passing "
-                             "t4 (no probe saw them: XDP forwarding from an untraced input, a "
-                             "packet socket that bypasses the qdisc, hardware offload)"))
+                             "t4: a way out no probe is on (XDP forwarding from an untraced "
+                             "input, a packet socket that bypasses the qdisc, hardware "
+                             "offload), or a t4 the kernel skipped (recorded, inflight)"))
     partial = int((df["status"] == "partial").sum())
     if partial:
         out.append(("paths", f"{partial} packets left a traced output with t2 or t3 alone "
