@@ -48,13 +48,14 @@ def test_two_captures_agree_with_t4_minus_t0(tb, started, tmp_path):
     ok = tap_agreement(joined, df.attrs["header"]["mono_to_realtime_ns"])
     assert ok["impossible"] == 0, ok
     assert ok["median_abs_us"] < MEDIAN_US, ok
-    # an interrupt between the input tap's stamp and t0 makes a span shorter
-    # (0.1-1.6 % of packets measured here), the backlog wait makes most so
-    assert ok["span_shorter"] < 0.05 * ok["packets"], ok
     # the bounds' power: t1 (after the backlog) for t0 breaks the spans (and
     # the median: 4-15 µs measured); t3 (before the output tap) for t4 the order
     t1 = tap_agreement(joined, df.attrs["header"]["mono_to_realtime_ns"], first="t1")
     assert t1["span_shorter"] > 0.5 * t1["packets"], t1
+    # an interrupt between the input tap's stamp and t0 makes a span shorter
+    # (0.1-8.5 % of packets measured, with the machine's load): judged in this
+    # run against the backlog wait, which makes most of t1's so
+    assert ok["span_shorter"] < 0.25 * t1["span_shorter"], (ok, t1)
     t3 = tap_agreement(joined, df.attrs["header"]["mono_to_realtime_ns"], last="t3")
     assert t3["impossible"] > 0.5 * t3["packets"], t3
 
