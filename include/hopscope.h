@@ -38,7 +38,7 @@
 /* version of this contract (record layout; numbering of stages, statuses,
  * flags and counters): the module prints it when it loads */
 #define HS_VERSION_MAJOR 1
-#define HS_VERSION_MINOR 0
+#define HS_VERSION_MINOR 1
 
 /* interfaces one recording traces, inputs and outputs together (one that is
  * both counts once); BPF and the module hold this many per direction */
@@ -138,7 +138,7 @@ HS_PATH_LIST(HS_X_AT_PLACE)
 /*
  * One record per packet. Times are CLOCK_MONOTONIC nanoseconds (bpf_ktime_get_ns
  * and ktime_get_ns are that clock); 0 = stage not seen or not enabled.
- * 144 bytes, naturally aligned, no holes.
+ * 160 bytes, naturally aligned, no holes.
  */
 struct hs_record {
 	__u64 t[HS_NSTAGES];	/* 0   indexed by enum hs_stage */
@@ -165,7 +165,21 @@ struct hs_record {
 	__u32 daddr[4];		/* 124 */
 	__u32 segs;		/* 140 a GRO-merged skb: the wire packets it holds (>= 2); 0: one
 				 *     packet (the eBPF backend stops GRO on traced inputs) */
-};				/* 144 */
+	/* after t1, ns (saturated at 2^32 - 1), 0: none; the stages of a
+	 * tunnel device, which a packet may or may not pass */
+	__u32 tun_in_ns;	/* 144 to the inner packet on its input tunnel device
+				 *     (decapsulated; WireGuard: decrypted) */
+	__u32 tun_out_ns;	/* 148 to start_xmit on its output tunnel device
+				 *     (encapsulation starts) */
+	__u32 t4_span_ns;	/* 152 from the first piece's hand-over (t4) to the last's */
+	__u16 out_segs;		/* 156 the pieces it left as (IP fragments, GSO segments,
+				 *     >= 2); 0: left whole */
+	__u16 reserved;		/* 158 */
+};				/* 160 */
+
+/* a record file's record_size before the tail above (hs_record up to segs):
+ * readers take those files with the tail's fields 0 */
+#define HS_RECORD_SIZE_V1 144
 
 /* hs_record.seq: the input CPU above HS_SEQ_CPU_SHIFT, that CPU's arrival
  * count below it (HS_SEQ_COUNT_MASK) */

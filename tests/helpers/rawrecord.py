@@ -22,8 +22,11 @@ RECORD = np.dtype([
     ("in_ifindex", "<u4"), ("out_ifindex", "<u4"), ("flow", "<u4"), ("ip_len", "<u2"),
     ("sport", "<u2"), ("dport", "<u2"), ("cpu_in", "<u2"), ("cpu_out", "<u2"), ("tos", "u1"),
     ("proto", "u1"), ("status", "u1"), ("drop_stage", "u1"), ("flags", "u1"), ("path", "u1"),
-    ("saddr", ">u4", 4), ("daddr", ">u4", 4), ("segs", "<u4")])
-assert RECORD.itemsize == 144
+    ("saddr", ">u4", 4), ("daddr", ">u4", 4), ("segs", "<u4"), ("tun_in_ns", "<u4"),
+    ("tun_out_ns", "<u4"), ("t4_span_ns", "<u4"), ("out_segs", "<u2"), ("reserved", "<u2")])
+assert RECORD.itemsize == 160
+# files written before the record's tail: the record up to segs
+RECORD_V1_SIZE = 144
 
 
 def pad8(n):
@@ -38,7 +41,8 @@ class Raw:
         with open(path, "rb") as f:
             data = f.read()
         magic, version, record_size, header_bytes, endian = struct.unpack_from("<8s4I", data)
-        assert (magic, record_size, endian) == (b"HOPSCOPE", 144, 0x01020304)
+        assert (magic, endian) == (b"HOPSCOPE", 0x01020304)
+        assert record_size in (RECORD.itemsize, RECORD_V1_SIZE)
         assert version in (1, 2)
         start = 24 if version == 1 else 32
         if version == 2:
@@ -55,8 +59,11 @@ class Raw:
             payload = data[off + 24:off + 24 + size]
             assert len(payload) == size and zlib.crc32(payload) == crc, off
             if kind == RECORDS:
-                assert size == count * 144
-                records.append(np.frombuffer(payload, RECORD))
+                assert size == count * record_size
+                rows = np.zeros(count, RECORD)
+                rows.view(np.uint8).reshape(count, RECORD.itemsize)[:, :record_size] = \
+                    np.frombuffer(payload, np.uint8).reshape(count, record_size)
+                records.append(rows)
                 self.chunks.append([kind, records[-1].copy()])
             elif kind in (COUNTERS, END):
                 self.chunks.append([kind, json.loads(payload)])
@@ -87,7 +94,7 @@ def write(path, header, chunks):
     here."""
     text = (header if isinstance(header, str) else json.dumps(header)).encode()
     text += b" " * (-len(text) % 8)
-    fixed = struct.pack("<8s4I", b"HOPSCOPE", 2, 144, len(text), 0x01020304)
+    fixed = struct.pack("<8s4I", b"HOPSCOPE", 2, RECORD.itemsize, len(text), 0x01020304)
     out = [fixed, struct.pack("<2I", zlib.crc32(text, zlib.crc32(fixed)), 0), text]
     for index, (kind, payload) in enumerate(chunks):
         if isinstance(payload, np.ndarray):

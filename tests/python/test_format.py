@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 FIELDS = {
     "hs_record": ["seq", "key", "drop_reason", "in_ifindex", "out_ifindex", "flow", "ip_len",
                   "sport", "dport", "cpu_in", "cpu_out", "tos", "proto", "status",
-                  "drop_stage", "flags", "path", "saddr", "daddr", "segs"],
+                  "drop_stage", "flags", "path", "saddr", "daddr", "segs", "tun_in_ns", "tun_out_ns",
+                  "t4_span_ns", "out_segs", "reserved"],
     "hs_flow": ["id", "family", "proto", "reserved", "sport", "dport", "saddr", "daddr", "pad"],
     "hs_file_header": ["magic", "version", "record_size", "header_bytes", "endian",
                        "header_crc32", "reserved"],

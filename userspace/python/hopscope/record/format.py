@@ -95,7 +95,12 @@ RECORD_DTYPE = _struct(
         ("saddr", ("u1", 16), 108),  # network order: raw bytes
         ("daddr", ("u1", 16), 124),
         ("segs", "<u4", 140),
-    ], 144)
+        ("tun_in_ns", "<u4", 144),
+        ("tun_out_ns", "<u4", 148),
+        ("t4_span_ns", "<u4", 152),
+        ("out_segs", "<u2", 156),
+        ("reserved", "<u2", 158),
+    ], 160)
 
 # struct hs_flow
 FLOW_DTYPE = _struct([
@@ -135,10 +140,17 @@ CHUNK_DTYPE = _struct([
 ], 24)
 
 RECORD_SIZE = RECORD_DTYPE.itemsize
+# files written before the record's tail (tunnel stages, pieces): its fields
+# are read as 0
+RECORD_DTYPE_V1 = _struct([(f, RECORD_DTYPE.fields[f][0], RECORD_DTYPE.fields[f][1])
+                           for f in RECORD_DTYPE.names
+                           if RECORD_DTYPE.fields[f][1] < h.RECORD_SIZE_V1], h.RECORD_SIZE_V1)
+RECORD_DTYPES = {RECORD_SIZE: RECORD_DTYPE, h.RECORD_SIZE_V1: RECORD_DTYPE_V1}
 FLOW_SIZE = FLOW_DTYPE.itemsize
 FILE_HEADER_SIZE = FILE_HEADER_DTYPE.itemsize
 CHUNK_HEADER_SIZE = CHUNK_DTYPE.itemsize
-ITEM_SIZE = {CHUNK_RECORDS: RECORD_SIZE, CHUNK_FLOWS: FLOW_SIZE}
+# fixed item sizes (a RECORDS chunk's: the file header's record_size)
+ITEM_SIZE = {CHUNK_FLOWS: FLOW_SIZE}
 
 
 def padded(n):

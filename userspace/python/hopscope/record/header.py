@@ -4,8 +4,9 @@ from include/hopscope.h and include/hopscope_file.h: edit those, then run it."""
 # constants, HS_ prefix dropped
 VERSION = '0.1.0'
 VERSION_MAJOR = 1
-VERSION_MINOR = 0
+VERSION_MINOR = 1
 MAX_IFACES = 16
+RECORD_SIZE_V1 = 144
 SEQ_CPU_SHIFT = 48
 SEQ_COUNT_MASK = 0xffffffffffff
 RING_SLACK = 16

@@ -325,7 +325,7 @@ def problems(rf, tallies, flow_none):
         tally.merge(t)
     out = tally.problems()
     header = rf.header
-    for key, binary in (("version", rf.version), ("record_size", fmt.RECORD_SIZE)):
+    for key, binary in (("version", rf.version), ("record_size", rf.record_size)):
         v = header.get(key)
         if v is not None and v != binary:
             out.append(Problem(f"the header JSON says {key} {v}, the file header {binary}",

@@ -21,11 +21,13 @@ from .reader import RecordFile, RecordFileError, RecordFileWarning
 
 # record fields copied as they are, in column order
 PLAIN = ("drop_reason", "flags", "tos", "proto", "sport", "dport", "flow",
-         "in_ifindex", "out_ifindex", "cpu_in", "cpu_out", "ip_len", "key", "seq", "segs")
+         "in_ifindex", "out_ifindex", "cpu_in", "cpu_out", "ip_len", "key", "seq", "segs",
+         "out_segs", "t4_span_ns", "tun_in_ns", "tun_out_ns")
 COLUMN_ORDER = (
     "status", "path", "drop_reason", "drop_stage", "flags", "tos", "dscp", "proto", "family",
     "src", "dst", "sport", "dport", "flow", "in_ifindex", "out_ifindex", "in_if", "out_if",
-    "cpu_in", "cpu_out", "cross_cpu", "ip_len", "segs", "key", "seq")
+    "cpu_in", "cpu_out", "cross_cpu", "ip_len", "segs", "out_segs", "t4_span_ns",
+    "tun_in_ns", "tun_out_ns", "key", "seq")
 
 _DROPPED = fmt.STATUS["dropped"] - 1  # its status code
 _COMPLETE = fmt.STATUS["complete"] - 1
@@ -262,7 +264,9 @@ class _Columns:
         in threads: each writes its own rows only."""
         bad_stage = 0
         tally = Tally()
-        fields = {f: arr[f] for f in self.copied}
+        # a file of an older layout lacks the newer fields: 0, as not seen
+        fields = {f: arr[f] if f in arr.dtype.names else np.zeros(len(arr), c.dtype)
+                  for f, c in self.copied.items()}
         status_f, stage_f, path_f = arr["status"], arr["drop_stage"], arr["path"]
         zero = {t: np.empty(min(BLOCK, len(arr)), bool) for t in self.times}
         either = np.empty(min(BLOCK, len(arr)), bool)
@@ -317,6 +321,7 @@ class _Columns:
                                  c, arr[lo:hi], family, scratch[:k])
             # the wire packets a record stands for: 0 in the file is one
             np.maximum(col["segs"], 1, out=col["segs"])
+            np.maximum(col["out_segs"], 1, out=col["out_segs"])
         return bad_stage, tally
 
     def addresses_from_records(self):

@@ -68,7 +68,9 @@ class RecordFile:
     """One parsed record file.
 
     header      the header JSON (dict)
-    records     list of fmt.RECORD_DTYPE arrays, one per whole RECORDS chunk (views of the map)
+    records     list of record_dtype arrays, one per whole RECORDS chunk (views of the map)
+    record_size the file's record size: fmt.RECORD_SIZE, or an older layout's
+    record_dtype  its dtype (fmt.RECORD_DTYPES): an older one lacks the newer fields
     flows       fmt.FLOW_DTYPE array, every whole FLOWS chunk in file order
     snapshots   COUNTERS chunk JSONs in file order
     trailer     the END chunk JSON, or None
@@ -153,9 +155,12 @@ class RecordFile:
         if version not in (1, fmt.FILE_VERSION):
             self._fail(f"format version {version}; this reader reads versions 1 to "
                        f"{fmt.FILE_VERSION} (use the hopscope that wrote it)")
-        if fh["record_size"] != fmt.RECORD_SIZE:
-            self._fail(f"record size {fh['record_size']} bytes; this reader's hs_record is "
-                       f"{fmt.RECORD_SIZE} bytes (mismatched hopscope versions)")
+        self.record_size = int(fh["record_size"])
+        self.record_dtype = fmt.RECORD_DTYPES.get(self.record_size)
+        if self.record_dtype is None:
+            sizes = " or ".join(str(n) for n in sorted(fmt.RECORD_DTYPES))
+            self._fail(f"record size {self.record_size} bytes; this reader reads records of "
+                       f"{sizes} bytes (mismatched hopscope versions)")
         start = fmt.FILE_HEADER_V1_SIZE if version == 1 else fmt.FILE_HEADER_SIZE
         if self.size < start:
             self._fail(f"file ends after {self.size} bytes, inside the "
@@ -209,7 +214,8 @@ class RecordFile:
                     self._stop(f"no chunk header at byte {off} (magic {int(h['magic']):#010x}, "
                                f"expected {fmt.CHUNK_MAGIC:#010x}): file damaged")
                     break
-                item = fmt.ITEM_SIZE.get(c.type)
+                item = self.record_size if c.type == fmt.CHUNK_RECORDS else \
+                    fmt.ITEM_SIZE.get(c.type)
                 if item and c.nbytes != c.count * item:
                     self._stop(f"{c.describe()} says {c.nbytes} payload bytes, but {c.count} x "
                                f"{item} = {c.count * item}: chunk header damaged")
@@ -269,12 +275,12 @@ class RecordFile:
             # every record has its own seq: one chunk's CRC, count and first
             # record again are that chunk repeated, whatever its index says
             same = self._records_seen.setdefault(
-                (c.crc32, c.count, bytes(m[c.payload:c.payload + fmt.RECORD_SIZE])), c)
+                (c.crc32, c.count, bytes(m[c.payload:c.payload + self.record_size])), c)
             if same is not c:
                 self.problems.append(Problem(f"{c.describe()} repeats {same.describe()}: the "
                                              "same records, left out", "chunks", c.count))
                 return
-            self.records.append(np.frombuffer(m, fmt.RECORD_DTYPE, c.count, c.payload))
+            self.records.append(np.frombuffer(m, self.record_dtype, c.count, c.payload))
         elif c.type == fmt.CHUNK_FLOWS:
             flows.append(np.frombuffer(m, fmt.FLOW_DTYPE, c.count, c.payload))
         elif c.type in (fmt.CHUNK_COUNTERS, fmt.CHUNK_END):
