@@ -102,8 +102,10 @@ HS_EXTERN struct {
  * head. PRE_ROUTING files such a packet here (only when its head is shared,
  * so untapped traffic never pays a hash update); the later stages look here
  * when they find no metadata, once hs_tapped says there is anything to find.
- * Entries are left to the LRU: one whose packet left points at a slot whose
- * seq moved on, which is stale.
+ * A packet whose MAC header moves on the way (an L3 device, a tunnel) is
+ * filed too (tunnel.bpf.h). The stage that emits a record deletes its
+ * packet's entry; an entry left over (a packet retired where nothing
+ * deletes it) points at a slot whose seq moved on, which is stale.
  */
 HS_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -582,19 +584,22 @@ static __always_inline bool hs_head_shared(const struct sk_buff *skb)
 	return (ref & 0xffff) > 1;
 }
 
-/* The packet's slot: through its metadata, or, where a copied head lost it, by_skb. */
+/* The packet's slot: through its metadata, or, where a copied head lost it
+ * or the MAC header moved (tunnel.bpf.h), by_skb. */
 static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 					    struct hs_record **rec, __u64 *seq)
 {
 	enum hs_find r = hs_find_meta(skb, rec, seq);
 	__u64 addr, *sq;
 
-	if (r != HS_NOMETA || !hs_tapped)
+	/* stale too: where encapsulation moved the MAC header, the bytes in
+	 * front of it may be an older packet's metadata */
+	if ((r != HS_NOMETA && r != HS_STALE) || !hs_tapped)
 		return r;
 	addr = hs_skb_addr(skb);
 	sq = bpf_map_lookup_elem(&by_skb, &addr);
 	if (!sq)
-		return HS_NOMETA;
+		return r;
 	if (*sq == HS_SEQ_UNSAMPLED)
 		return HS_UNSAMPLED;
 	*seq = *sq;
@@ -604,18 +609,32 @@ static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 	return HS_FOUND;
 }
 
-/* A tap holds a copy of the packet's head: forwarding will copy the head,
- * and lose the metadata with it, so PRE_ROUTING files the skb in by_skb
- * (seq, or HS_SEQ_UNSAMPLED for a packet --sample left out). */
+/* skb into by_skb under seq (or HS_SEQ_UNSAMPLED for a packet --sample left
+ * out). A tap holds a copy of the packet's head: forwarding will copy the
+ * head, and lose the metadata with it, so PRE_ROUTING files a shared one. */
+static __always_inline void hs_file(const struct sk_buff *skb, __u64 seq)
+{
+	__u64 addr = hs_skb_addr(skb);
+
+	if (!bpf_map_update_elem(&by_skb, &addr, &seq, BPF_ANY) && !hs_tapped)
+		hs_tapped = 1;
+}
+
 static __always_inline void hs_tap_note(const struct sk_buff *skb, __u64 seq)
+{
+	if (hs_head_shared(skb))
+		hs_file(skb, seq);
+}
+
+/* the packet behind skb left (its record emitted): its entry goes */
+static __always_inline void hs_unfile(const struct sk_buff *skb)
 {
 	__u64 addr;
 
-	if (!hs_head_shared(skb))
+	if (!hs_tapped)
 		return;
 	addr = hs_skb_addr(skb);
-	if (!bpf_map_update_elem(&by_skb, &addr, &seq, BPF_ANY) && !hs_tapped)
-		hs_tapped = 1;
+	bpf_map_delete_elem(&by_skb, &addr);
 }
 
 /*

@@ -46,6 +46,7 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 		out->drop_reason = reason;
 		out->cpu_out = bpf_get_smp_processor_id();
 	}
+	hs_unfile(skb);
 	if (hs_emit_commit(rec, seq, out, HS_ST_DROPPED)) {
 		hs_count(HS_C_DROPPED);
 		if (cfg_hist)

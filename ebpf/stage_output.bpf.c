@@ -6,10 +6,12 @@
  * The stamps tell the path: t2 and t3, the IP stack; neither, a fast path
  * that skips netfilter's IP hooks (flowtable, tc redirect: complete for the
  * stages it has); one alone, partial, never complete. A step on the way to
- * a traced output (its bridge, bond or VLAN upper; an ifb) is passed by.
+ * a traced output (its bridge, bond or VLAN upper; an ifb) is passed by; a
+ * tunnel device's is followed to its underlay's (tunnel.bpf.h).
  */
 #include "hopscope.bpf.h"
 #include "netns.bpf.h"
+#include "tunnel.bpf.h"
 
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
@@ -18,6 +20,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	struct hs_record *rec, *out;
 	bool traced;
 	int out_pos;
+	__u32 out_if = dev->ifindex;
 	__u64 seq, t[HS_NSTAGES] = {};	/* zeroed: the verifier cannot tie its fill to its use */
 	__u8 tos = 0, status = HS_ST_OTHER_OUT, path = HS_PATH_STACK;
 
@@ -52,17 +55,23 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	case HS_FOUND:
 		break;
 	}
+	if (hs_tun_xmit(dev, rec, seq, now))
+		return 0;
+	if (!traced) {
+		out_pos = hs_tun_traced(rec, &out_if);
+		traced = out_pos >= 0;
+	}
 	if (traced) {
 		bool t2 = rec->t[HS_T2], t3 = rec->t[HS_T3];
 
 		status = t2 == t3 ? HS_ST_COMPLETE : HS_ST_PARTIAL;
-		path = t2 || t3 ? HS_PATH_STACK : HS_PATH_NO_NF;
+		path = hs_tun_path(rec, t2 || t3 ? HS_PATH_STACK : HS_PATH_NO_NF);
 	}
 	/* what t4 adds goes into the copy: the slot may change hands meanwhile */
 	out = hs_emit_begin(rec, status, now);
 	if (out) {
 		out->t[HS_T4] = now;
-		out->out_ifindex = dev->ifindex;
+		out->out_ifindex = out_if;
 		out->cpu_out = bpf_get_smp_processor_id();
 		out->path = path;
 	}
@@ -74,6 +83,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		t[HS_T4] = now;
 		tos = src->tos;
 	}
+	hs_unfile(skb);
 	if (!hs_emit_commit(rec, seq, out, status)) {
 		/* evicted while it left: recorded once, as evicted */
 		hs_count(HS_C_RACE);
@@ -82,7 +92,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	if (status == HS_ST_COMPLETE) {
 		hs_count(HS_C_OUT_PKTS);
 		hs_count(HS_C_COMPLETE);
-		if (path != HS_PATH_STACK)
+		if (path == HS_PATH_NO_NF)
 			hs_count(HS_C_FAST);
 		if (cfg_hist)
 			hs_hist_packet(t, out_pos, tos, path);

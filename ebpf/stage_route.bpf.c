@@ -3,9 +3,11 @@
  * t2 and t3: netfilter PRE_ROUTING at the earliest priority (routing starts)
  * and POST_ROUTING at the latest (routing done). Optional FORWARD stamp, and
  * LOCAL_IN to retire packets addressed to the router itself, which are not
- * forwarded and must not be counted as lost.
+ * forwarded and must not be counted as lost (a tunnel's outer packets are
+ * followed on, tunnel.bpf.h).
  */
 #include "hopscope.bpf.h"
+#include "tunnel.bpf.h"
 
 #define NF_ACCEPT 1
 
@@ -24,6 +26,8 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 	now = bpf_ktime_get_ns();
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
+		if (s == HS_T3 && !hs_tun_post(ctx, rec, seq))
+			break;
 		/* from PRE_ROUTING on, this skb is the packet (hs_drop) */
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
 		if (s == HS_T2)
@@ -74,8 +78,12 @@ int hs_localin(struct bpf_nf_ctx *ctx)
 	__u64 seq;
 
 	HS_FLOOR_EXIT(NF_ACCEPT);
+	if (hs_find(ctx->skb, &rec, &seq) != HS_FOUND || hs_tun_follow(ctx->skb, seq))
+		return NF_ACCEPT;
 	/* retired without a record: the slot is released like an emit's */
-	if (hs_find(ctx->skb, &rec, &seq) == HS_FOUND && hs_release(rec, seq))
+	if (hs_release(rec, seq)) {
+		hs_unfile(ctx->skb);
 		hs_count(HS_C_LOCAL);
+	}
 	return NF_ACCEPT;
 }

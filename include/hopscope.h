@@ -126,7 +126,8 @@ enum hs_flag {
 	X(HS_PATH_FLOWTABLE, 2, "flowtable")	/* nftables flowtable, at the input's netdev ingress */ \
 	X(HS_PATH_TC_REDIRECT, 3, "tc_redirect")	/* a tc ingress program's redirect (bpf_redirect_neigh) */ \
 	X(HS_PATH_BRIDGE_NF, 4, "bridge_netfilter")	/* in by a bridge port whose bridge calls ip(6)tables: t2 inside the bridge */ \
-	X(HS_PATH_IFB, 5, "ifb")		/* in through an ifb (ingress shaping): d_iq holds the ifb's queue */
+	X(HS_PATH_IFB, 5, "ifb")		/* in through an ifb (ingress shaping): d_iq holds the ifb's queue */ \
+	X(HS_PATH_TUNNEL, 6, "tunnel")		/* in or out by a tunnel (tun_in_ns, tun_out_ns): d_iq holds the decapsulation, d_oq the encapsulation and the underlay's queue */
 
 enum hs_path {
 	HS_PATH_LIST(HS_X_ENUM)
@@ -277,7 +278,13 @@ struct hs_meta {
 	X(HS_C_PARTIAL, 31, "partial")		/* out of a traced output with t2 or t3 alone */ \
 	X(HS_C_FAST, 32, "fast_path")		/* complete without t2 and t3 (in complete) */ \
 	X(HS_C_OUT_PASS, 33, "out_pass")	/* start_xmit on a step to a traced output (bridge, bond, VLAN; ifb): passed by */ \
-	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */
+	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */ \
+	X(HS_C_XDP_L3, 35, "xdp_l3")		/* frames of an input without a MAC header (GRE, IPIP, WireGuard, tun): read from their IP header (in xdp_pkts) */ \
+	X(HS_C_TUN_OUT, 36, "tun_out")		/* start_xmit on an output tunnel device: followed through the encapsulation, no record there */ \
+	X(HS_C_TUN_OUTER, 37, "tun_outer")	/* POST_ROUTING of such a packet's outer packet: t3 stays the inner packet's */ \
+	X(HS_C_TUN_FOLLOW, 38, "tun_follow")	/* outer packets of a tunnel at LOCAL_IN: followed into the tunnel, not retired */ \
+	X(HS_C_TUN_IN, 39, "tun_in")		/* followed outer packets taken up as inner packets on their tunnel device */ \
+	X(HS_C_TUN_END, 40, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

@@ -107,6 +107,7 @@ PATH_FLOWTABLE = 2
 PATH_TC_REDIRECT = 3
 PATH_BRIDGE_NF = 4
 PATH_IFB = 5
+PATH_TUNNEL = 6
 PATH_LIST = (
     ('PATH_STACK', 0, 'stack'),
     ('PATH_NO_NF', 1, 'no_netfilter'),
@@ -114,6 +115,7 @@ PATH_LIST = (
     ('PATH_TC_REDIRECT', 3, 'tc_redirect'),
     ('PATH_BRIDGE_NF', 4, 'bridge_netfilter'),
     ('PATH_IFB', 5, 'ifb'),
+    ('PATH_TUNNEL', 6, 'tunnel'),
 )
 
 # HS_COUNTER_LIST: each entry's value under its id, then (id, value, name)
@@ -152,6 +154,12 @@ C_PARTIAL = 31
 C_FAST = 32
 C_OUT_PASS = 33
 C_XDP_AGAIN = 34
+C_XDP_L3 = 35
+C_TUN_OUT = 36
+C_TUN_OUTER = 37
+C_TUN_FOLLOW = 38
+C_TUN_IN = 39
+C_TUN_END = 40
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -188,6 +196,12 @@ COUNTER_LIST = (
     ('C_FAST', 32, 'fast_path'),
     ('C_OUT_PASS', 33, 'out_pass'),
     ('C_XDP_AGAIN', 34, 'xdp_again'),
+    ('C_XDP_L3', 35, 'xdp_l3'),
+    ('C_TUN_OUT', 36, 'tun_out'),
+    ('C_TUN_OUTER', 37, 'tun_outer'),
+    ('C_TUN_FOLLOW', 38, 'tun_follow'),
+    ('C_TUN_IN', 39, 'tun_in'),
+    ('C_TUN_END', 40, 'tun_end'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)
