@@ -38,9 +38,13 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 		break;
 	case HS_NOMETA:
 		hs_count(c_nometa);
+		if (s == HS_T3)
+			hs_tun_lost(ctx->skb);
 		break;
 	case HS_STALE:
 		hs_count(HS_C_STALE);
+		if (s == HS_T3)
+			hs_tun_lost(ctx->skb);
 		break;
 	case HS_UNSAMPLED:
 		/* no loss: left out at t1 (its tap copy is passed by too) */

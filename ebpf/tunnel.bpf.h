@@ -21,13 +21,14 @@
 #include "hopscope.bpf.h"
 #include "parse.bpf.h"
 
-#define HS_ARPHRD_ETHER 1
-
 /* the tunnel devices of the netns whose underlay is in it (hs_config.tun_if),
  * 0 after the last; the outer packets LOCAL_IN follows, as protocol << 16 |
  * UDP port (0 for a protocol of its own: GRE, IPIP), 0 after the last */
 HS_EXTERN volatile __u32 hs_tun_if[HS_MAX_IFACES] HS_ZERO;
 HS_EXTERN volatile __u32 hs_tun_ep[HS_MAX_IFACES] HS_ZERO;
+/* tunnels over a traced input that are not followed (IPsec's vti, a
+ * WireGuard device whose port is unknown), 0 after the last */
+HS_EXTERN volatile __u32 hs_lost_if[HS_MAX_IFACES] HS_ZERO;
 
 /* outer packets LOCAL_IN followed, by skb address: taken up by the tunnel's
  * receive, or retired where the router consumes them */
@@ -50,13 +51,14 @@ static __always_inline __u32 hs_since_t1(const struct hs_record *rec, __u64 now)
 extern void *HS_KERN_CTX(void *obj) __ksym;
 
 /* XDP: what the frame starts with, for hs_parse: 0, an Ethernet header; on
- * a device without one, the IP version's protocol (0xffff: not IP) */
+ * a device without a link-layer header (hard_header_len 0: tun, GRE, IPIP,
+ * WireGuard), the IP version's protocol (0xffff: not IP) */
 static __always_inline __be16 hs_xdp_l3(struct xdp_md *ctx, const struct hs_src *src)
 {
 	const struct xdp_buff *x = HS_KERN_CTX(ctx);
 	__u8 v;
 
-	if (x->rxq->dev->type == HS_ARPHRD_ETHER)
+	if (x->rxq->dev->hard_header_len)
 		return 0;
 	hs_count(HS_C_XDP_L3);
 	if (hs_load(src, 0, &v, 1))
@@ -85,6 +87,18 @@ static __always_inline bool hs_tun_post(const struct bpf_nf_ctx *ctx, struct hs_
 	    hs_if_pos(hs_tun_if, out->ifindex) >= 0)))
 		hs_file(skb, seq);
 	return true;
+}
+
+/* POST_ROUTING without a slot: a packet in by a traced input (or by a tunnel
+ * over one that is not followed) is forwarded unrecorded, and counted: it
+ * came in by a way hopscope does not follow (IPsec policies, which hand the
+ * decrypted packet back in by the same device; an unknown tunnel) */
+static __always_inline void hs_tun_lost(const struct sk_buff *skb)
+{
+	__u32 iif = skb->skb_iif;
+
+	if (iif && (hs_if_pos(hs_in_if, iif) >= 0 || hs_if_pos(hs_lost_if, iif) >= 0))
+		hs_count(HS_C_IN_NOMETA);
 }
 
 /* start_xmit on a tunnel device: encapsulation starts. The instant and the

@@ -284,7 +284,8 @@ struct hs_meta {
 	X(HS_C_TUN_OUTER, 37, "tun_outer")	/* POST_ROUTING of such a packet's outer packet: t3 stays the inner packet's */ \
 	X(HS_C_TUN_FOLLOW, 38, "tun_follow")	/* outer packets of a tunnel at LOCAL_IN: followed into the tunnel, not retired */ \
 	X(HS_C_TUN_IN, 39, "tun_in")		/* followed outer packets taken up as inner packets on their tunnel device */ \
-	X(HS_C_TUN_END, 40, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */
+	X(HS_C_TUN_END, 40, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */ \
+	X(HS_C_IN_NOMETA, 41, "in_nometa")	/* POST_ROUTING without a slot, in by a traced input or a tunnel over one hopscope does not follow: forwarded unrecorded */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

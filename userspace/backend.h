@@ -62,6 +62,10 @@ struct hs_config {
 	int n_tun;
 	uint32_t tun_ep[HS_MAX_IFACES];
 	int n_tun_ep;
+	/* tunnels over an input that are not followed: their packets are
+	 * counted (in_nometa) where they reach POST_ROUTING */
+	uint32_t lost_if[HS_MAX_IFACES];
+	int n_lost;
 	bool flowtables_known;		/* nft listed the netns's flowtables (HS_IFP_FLOWTABLE) */
 	uint32_t slots_per_cpu;		/* power of two */
 	uint64_t ringbuf_bytes;

@@ -392,6 +392,8 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 		s->bss->hs_tun_if[i] = cfg->tun_if[i];
 	for (int i = 0; i < cfg->n_tun_ep; i++)
 		s->bss->hs_tun_ep[i] = cfg->tun_ep[i];
+	for (int i = 0; i < cfg->n_lost; i++)
+		s->bss->hs_lost_if[i] = cfg->lost_if[i];
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
 	bpf_map__set_max_entries(s->maps.cost_due, (__u32)ncpu << (shift - HS_COST_SAMPLE_SHIFT));
 	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);

@@ -183,6 +183,7 @@ static int link_cb(struct nlmsghdr *h, void *ctx)
 	l = memset(&ls->l[ls->n++], 0, sizeof(*l));
 	parse_attrs(tb, IFLA_MAX, IFLA_RTA(ifi), IFLA_PAYLOAD(h));
 	l->ifindex = ifi->ifi_index;
+	l->up = ifi->ifi_flags & IFF_UP;
 	if (tb[IFLA_IFNAME])
 		snprintf(l->name, sizeof(l->name), "%s", (char *)RTA_DATA(tb[IFLA_IFNAME]));
 	l->master = u32_of(tb[IFLA_MASTER]);
@@ -650,9 +651,26 @@ static const struct hs_link *shared_ep(const struct hs_config *cfg, const struct
 	return NULL;
 }
 
+/* a tunnel whose outer packets are not followed (IPsec's vti: the decrypted
+ * packet is a new skb; a WireGuard device whose port is unknown): where they
+ * may arrive by a traced input (over one, or WireGuard's, over any), its
+ * inner packets are counted at POST_ROUTING (in_nometa) */
+static int unfollowed(struct hs_config *cfg, const struct hs_link *l)
+{
+	const struct hs_iface *under = named(cfg, l->link);
+
+	if ((!under || !under->is_in) && strcmp(l->kind, "wireguard"))
+		return 0;
+	fprintf(stderr, "hopscope: warning: hopscope does not follow the outer packets of %s "
+		"tunnel %s: arriving by a traced input, they are retired as local, and the "
+		"inner ones it forwards are counted (in_nometa), not recorded; name %s in --in "
+		"to record them\n", l->kind, l->name, l->name);
+	return add_u32(cfg->lost_if, &cfg->n_lost, l->ifindex, "unfollowed tunnels", l->name);
+}
+
 /*
- * The tunnels followed (tunnel.bpf.h): every tunnel of the netns whose
- * underlay is in it, and the outer packets of those not named in --in (one
+ * The tunnels followed (tunnel.bpf.h): every tunnel of the netns that is up
+ * and whose underlay is in it, and the outer packets of those not named in --in (one
  * named there takes t1 itself, after decapsulation: its outer packets are
  * the router's own). A tunnel in --in whose outer packets look like another
  * one's is refused: LOCAL_IN could not tell them apart.
@@ -666,7 +684,9 @@ static int tunnels(struct hs_config *cfg, struct hs_links *ls)
 		const struct hs_iface *ifc = named(cfg, l->ifindex);
 		const struct hs_link *t;
 
-		if (!tunnel(l->kind) || l->link_netns || !strncmp(l->kind, "vti", 3))
+		/* down: nothing in or out (the fallback devices gre0, tunl0 that
+		 * loading a module makes in every netns) */
+		if (!tunnel(l->kind) || l->link_netns || !l->up)
 			continue;
 		if (!strcmp(l->kind, "wireguard")) {
 			uint16_t port = wg_port(l->name);
@@ -675,12 +695,17 @@ static int tunnels(struct hs_config *cfg, struct hs_links *ls)
 				l->ep[0] = (uint32_t)IPPROTO_UDP << 16 | port;
 			else
 				fprintf(stderr, "hopscope: warning: cannot read WireGuard %s's listen "
-					"port (wg show): its packets arriving are retired as local, "
-					"the inner ones not recorded\n", l->name);
+					"port (wg show)\n", l->name);
 		}
-		err = add_u32(cfg->tun_if, &cfg->n_tun, l->ifindex, "tunnel devices", l->name);
+		if (strncmp(l->kind, "vti", 3))
+			err = add_u32(cfg->tun_if, &cfg->n_tun, l->ifindex, "tunnel devices",
+				      l->name);
 		if (err || (ifc && ifc->is_in))
 			continue;
+		if (!l->ep[0]) {
+			err = unfollowed(cfg, l);
+			continue;
+		}
 		t = shared_ep(cfg, ls, l);
 		if (t) {
 			fprintf(stderr, "hopscope: --in names tunnel %s, whose outer packets look like "

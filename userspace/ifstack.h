@@ -23,6 +23,7 @@ struct hs_link {
 	int remote_af;		/* a tunnel's remote (AF_INET, AF_INET6; 0: none) */
 	unsigned char remote[16];
 	bool link_netns;	/* what it sits on is in another netns */
+	bool up;		/* IFF_UP */
 	uint32_t ep[2];		/* a tunnel's outer packets: protocol << 16 | UDP port */
 };
 

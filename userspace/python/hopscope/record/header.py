@@ -160,6 +160,7 @@ C_TUN_OUTER = 37
 C_TUN_FOLLOW = 38
 C_TUN_IN = 39
 C_TUN_END = 40
+C_IN_NOMETA = 41
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -202,6 +203,7 @@ COUNTER_LIST = (
     ('C_TUN_FOLLOW', 38, 'tun_follow'),
     ('C_TUN_IN', 39, 'tun_in'),
     ('C_TUN_END', 40, 'tun_end'),
+    ('C_IN_NOMETA', 41, 'in_nometa'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)
