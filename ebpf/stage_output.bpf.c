@@ -58,7 +58,7 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	if (hs_tun_xmit(dev, rec, seq, now))
 		return 0;
 	if (!traced) {
-		out_pos = hs_tun_traced(rec, &out_if);
+		out_pos = hs_tun_traced(rec, seq, &out_if);
 		traced = out_pos >= 0;
 	}
 	if (traced) {

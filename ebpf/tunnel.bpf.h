@@ -39,6 +39,15 @@ HS_EXTERN struct {
 	__uint(max_entries, 16384);
 } tun_follow SEC(".maps");
 
+/* the output tunnel a packet passed, by its seq, for its t4 on the underlay
+ * (out_ifindex stays the t4 device's: only a record that left holds one) */
+HS_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__type(key, __u64);
+	__type(value, __u32);
+	__uint(max_entries, 16384);
+} tun_dev SEC(".maps");
+
 /* ns from the packet's t1 to now, never 0 (0: no such stage), saturated */
 static __always_inline __u32 hs_since_t1(const struct hs_record *rec, __u64 now)
 {
@@ -101,17 +110,18 @@ static __always_inline void hs_tun_lost(const struct sk_buff *skb)
 		hs_count(HS_C_IN_NOMETA);
 }
 
-/* start_xmit on a tunnel device: encapsulation starts. The instant and the
- * device go into the slot, and the packet goes on to its underlay's t4 */
+/* start_xmit on a tunnel device: encapsulation starts. The instant goes
+ * into the slot, the device into tun_dev, and the packet on to its
+ * underlay's t4 */
 static __always_inline bool hs_tun_xmit(const struct net_device *dev, struct hs_record *rec,
 					__u64 seq, __u64 now)
 {
-	__u32 d;
+	__u32 d, tun = dev->ifindex;
 
-	if (hs_if_pos(hs_tun_if, dev->ifindex) < 0)
+	if (hs_if_pos(hs_tun_if, tun) < 0)
 		return false;
 	d = hs_since_t1(rec, now);
-	rec->out_ifindex = dev->ifindex;
+	bpf_map_update_elem(&tun_dev, &seq, &tun, BPF_ANY);
 	rec->tun_out_ns = d;
 	if (hs_seq_now(rec, seq) == seq)
 		hs_count(HS_C_TUN_OUT);
@@ -122,13 +132,13 @@ static __always_inline bool hs_tun_xmit(const struct net_device *dev, struct hs_
 
 /* t4 of a packet that went out by a tunnel, on a device not in --out: the
  * tunnel's place in --out (its ifindex into *out_if), -1: not traced */
-static __always_inline int hs_tun_traced(const struct hs_record *rec, __u32 *out_if)
+static __always_inline int hs_tun_traced(const struct hs_record *rec, __u64 seq, __u32 *out_if)
 {
-	__u32 tun = rec->tun_out_ns ? rec->out_ifindex : 0;
-	int pos = tun ? hs_if_pos(hs_out_if, tun) : -1;
+	__u32 *tun = rec->tun_out_ns ? bpf_map_lookup_elem(&tun_dev, &seq) : NULL;
+	int pos = tun ? hs_if_pos(hs_out_if, *tun) : -1;
 
 	if (pos >= 0)
-		*out_if = tun;
+		*out_if = *tun;
 	return pos;
 }
 

@@ -1,5 +1,6 @@
 # Sourced by routers-guest.sh (routers.sh puts it in /lib/hs): tunnels on
-# guest-router.sh's namespaces, each kind in both directions.
+# guest-router.sh's namespaces, each kind (GRE, IPIP, VXLAN, Geneve,
+# WireGuard) in both directions.
 #
 #   sender1 ==t-s/t-in (10.10.0.0/30)== router ==t-out/t-rx (10.9.0.0/30)== receiver
 #            over s1-eth0 -- r-s1                  over r-rx -- rx-eth0
@@ -28,6 +29,8 @@ tunnel_end() {
 	# VNI 9 out, 10 in (the address's second byte): one port, two VNIs
 	vxlan) ip -n $n link add $d address $mac type vxlan id $(echo $a | cut -d. -f2) \
 		local $lo remote $re dstport 4789 dev $u ;;
+	geneve) ip -n $n link add $d address $mac type geneve id $(echo $a | cut -d. -f2) \
+		remote $re ;;
 	wireguard)
 		ip -n $n link add $d type wireguard
 		echo $key >/tmp/$n.key
@@ -36,8 +39,9 @@ tunnel_end() {
 	esac
 	ip -n $n addr add $a/30 dev $d
 	ip -n $n link set $d up
-	[ $k = vxlan ] && ip -n $n neigh replace $pa lladdr $pmac dev $d nud permanent
-	return 0
+	case $k in
+	vxlan|geneve) ip -n $n neigh replace $pa lladdr $pmac dev $d nud permanent ;;
+	esac
 }
 
 # KIND: t-out between the router and the receiver over r-rx, t-in between
@@ -137,7 +141,7 @@ tunnels() {
 	for n in sender1 router receiver; do
 		in_ns $n sh -c 'for f in /proc/sys/net/ipv6/conf/*/disable_ipv6; do echo 1 > $f; done'
 	done
-	for k in gre ipip vxlan wireguard; do
+	for k in gre ipip vxlan geneve wireguard; do
 		tunnel_kind $k
 	done
 }

@@ -5,7 +5,7 @@
 # machine's kernel cannot: an nftables flowtable loaded before hopscope
 # starts and after, a ruleset shaped like OpenWrt's fw4 (DNAT, masquerade,
 # flow offloading), the input on a VLAN sub-interface, tunnels (GRE, IPIP,
-# VXLAN, WireGuard) out and in by either device, the output a bond.
+# VXLAN, Geneve, WireGuard) out and in by either device, the output a bond.
 # Each run sends one paced UDP flow whose receiver's count is the truth for
 # "forwarded", and checks the records (hs_hsrpath) and hopscope's counters
 # against the path the packets took. Prints "CHECK name ok|FAIL|SKIP

@@ -3,7 +3,8 @@
 # hopscope record on router configurations the build machine's kernel cannot
 # run (no module support): an nftables flowtable (the software fast path),
 # a ruleset shaped like OpenWrt's fw4 with flow offloading, VLAN
-# sub-interfaces, a bond, tunnels (GRE, IPIP, VXLAN, WireGuard) in and out.
+# sub-interfaces, a bond, tunnels (GRE, IPIP, VXLAN, Geneve, WireGuard) in
+# and out.
 # Boots Debian's 6.12 kernel in QEMU (TCG) with nf_tables, conntrack, NAT,
 # the flowtable, 8021q, bonding and the tunnels' modules out of the
 # linux-image .deb and the host's nft and wg, and runs routers-guest.sh on
@@ -20,7 +21,7 @@ limit=${HS_QEMU_TIMEOUT:-540}
 # loaded by name in the guest (no modprobe there): every one a rule needs;
 # crc32c_generic first, libcrc32c's soft dependency (modinfo's depends omits it)
 MODULES="crc32c_generic nf_tables nft_ct nf_conntrack nf_nat nft_nat nft_masq nft_chain_nat nf_flow_table
-	nf_flow_table_inet nft_flow_offload 8021q bonding ip_gre ipip vxlan wireguard"
+	nf_flow_table_inet nft_flow_offload 8021q bonding ip_gre ipip vxlan geneve wireguard"
 
 need_qemu routers-qemu
 [ -x "$cli" ] || { echo "routers-qemu: no $cli (make)"; exit 77; }

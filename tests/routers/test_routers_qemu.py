@@ -1,7 +1,8 @@
 """hopscope record on router configurations, in QEMU (testbed/qemu/routers.sh).
 
 The build machine's kernel has no modules: nftables, conntrack, the
-flowtable, 8021q and bonding come out of Debian's 6.12 linux-image package,
+flowtable, 8021q, bonding and the tunnels come out of Debian's 6.12
+linux-image package (wg from the host),
 and testbed/qemu/routers-guest.sh runs one paced UDP flow per
 configuration through guest-router.sh's router namespace while hopscope
 records it (eBPF backend), the receiver's count the truth:
@@ -16,7 +17,7 @@ records it (eBPF backend), the receiver's count the truth:
   complete by the stack; both named together: refused, exit 2;
 - the output a bond of one slave, named as the bond or as the slave: every
   packet complete, out of the device named, the bond passed by (out_pass);
-- GRE, IPIP, VXLAN and WireGuard tunnels (testbed/qemu/guest-tunnels.sh),
+- GRE, IPIP, VXLAN, Geneve and WireGuard tunnels (testbed/qemu/guest-tunnels.sh),
   out (named as the tunnel or its underlay: every packet complete, path
   tunnel, with tun_out, out of the device named) and in (named as the
   underlay: path tunnel with tun_in; as the tunnel: path stack); each
@@ -45,9 +46,9 @@ CHECKS = sorted([f"{ruleset}_{order}_{what}" for ruleset in ("flowtable", "fw4")
                  for order in ("before", "after") for what in ("starts", "paths")]
                 + ["vlan_sub", "vlan_parent", "vlan_both_refused", "bond_master", "bond_slave",
                    "dmesg_clean"]
-                + [f"{kind}_{way}" for kind in ("gre", "ipip", "vxlan", "wireguard")
+                + [f"{kind}_{way}" for kind in ("gre", "ipip", "vxlan", "geneve", "wireguard")
                    for way in ("out_tunnel", "out_underlay", "in_underlay", "in_tunnel")]
-                + [f"{kind}_in_alone_refused" for kind in ("gre", "ipip", "vxlan")]
+                + [f"{kind}_in_alone_refused" for kind in ("gre", "ipip", "vxlan", "geneve")]
                 + ["wireguard_unfollowed"])
 
 
