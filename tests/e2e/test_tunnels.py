@@ -14,7 +14,7 @@ import sys
 import pytest
 
 import livebed
-from testlib import left_router, sh
+from testlib import left_router, sh, wait_for
 from livebed import ipv4_only, links, ns, recorder, send_udp, stopped, tb, wait_out  # noqa: F401
 
 N = 300
@@ -44,9 +44,10 @@ def ifindex(name, role="router"):
     return int(ns(role, "cat", f"/sys/class/net/{name}/ifindex").stdout)
 
 
-def udp_in():
-    """the UDP datagrams the receiver's kernel took in (to a port open or not)"""
-    lines = [l.split() for l in ns("receiver", "cat", "/proc/net/snmp").stdout.splitlines()
+def udp_in(role="receiver"):
+    """the UDP datagrams role's kernel took in (to a port open or not; a
+    tunnel's outer ones too)"""
+    lines = [l.split() for l in ns(role, "cat", "/proc/net/snmp").stdout.splitlines()
              if l.startswith("Udp:")]
     udp = dict(zip(lines[0][1:], map(int, lines[1][1:])))
     return udp["InDatagrams"] + udp["NoPorts"] + udp["InErrors"]
@@ -61,11 +62,13 @@ def vxlan_out():
         "dstport 4789 dev rx-eth0", "ip addr add 10.5.0.2/24 dev vx0", "ip link set vx0 up")
 
 
-def vxlan_in():
-    """sender1 reaches the receiver through vx1, a VXLAN to the router over r-s1"""
+def vxlan_in(vni=6):
+    """sender1 reaches the receiver through vx1, a VXLAN to the router over
+    r-s1; the sender's end of it on vni (the router's is 6)"""
     run("router", f"ip link add vx1 address {VX_R_MAC} type vxlan id 6 remote 198.18.1.2 "
         "dstport 4789 dev r-s1", "ip addr add 10.6.0.1/24 dev vx1", "ip link set vx1 up")
-    run("sender1", "ip link add vx1 type vxlan id 6 remote 198.18.1.1 dstport 4789 dev s1-eth0",
+    run("sender1", f"ip link add vx1 type vxlan id {vni} remote 198.18.1.1 dstport 4789 "
+        "dev s1-eth0",
         "ip addr add 10.6.0.2/24 dev vx1", "ip link set vx1 up",
         f"ip neigh replace 10.6.0.1 lladdr {VX_R_MAC} dev vx1 nud permanent",
         "ip route add 198.18.3.2/32 via 10.6.0.1 dev vx1")
@@ -132,6 +135,24 @@ def test_vxlan_in_by_its_underlay(tb, recorder):
     assert hooks["tun_in"] == "tp_btf/netif_receive_skb", hooks
     d = sh(sys.executable, "-m", "hopscope", "describe", rec.out).stdout
     assert re.search(r"^problems +none$", d, re.M), d
+
+
+def test_vxlan_in_dropped_by_the_tunnel(tb, recorder):
+    tb.up()
+    quiet()
+    vxlan_in(vni=66)
+    rec = recorder(ins="r-s1", outs="r-rx")
+    rx, outer = links("receiver")["rx-eth0"]["rx"]["packets"], udp_in("router")
+    send_udp(N, port=5001)
+    # every outer packet reached VXLAN's socket, where its receive ends
+    assert wait_for(lambda: udp_in("router") - outer >= N), udp_in("router") - outer
+    rx = links("receiver")["rx-eth0"]["rx"]["packets"] - rx
+    df, c = stopped(rec)
+    # VXLAN drops each outer packet of a VNI it has no device for: the drop
+    # stage finds the packet LOCAL_IN followed, by its skb
+    assert rx == 0 and len(df) == N and (df.status == "dropped").all(), df.status.value_counts()
+    assert c["tun_follow"] == c["dropped"] == N and c["tun_in"] == c["local"] == 0, c
+    assert (df.tun_in_ns == 0).all() and (df.src.astype(str) == "198.18.1.2").all()
 
 
 # A tun device's other end: writes N UDP datagrams (src 10.7.0.2 -> dst) to
