@@ -6,6 +6,7 @@
  * forwarded and must not be counted as lost.
  */
 #include "hopscope.bpf.h"
+#include "pieces.bpf.h"
 
 #define NF_ACCEPT 1
 
@@ -14,6 +15,7 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 {
 	struct hs_record *rec;
 	__u64 seq, now;
+	bool traced = false;
 
 	HS_FLOOR_STAMP_EXIT(s, NF_ACCEPT);
 	if (hs_left_out(ctx->skb)) {
@@ -28,6 +30,9 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
 		if (s == HS_T2)
 			hs_tap_note(ctx->skb, seq);
+		else
+			hs_pieces_open(ctx->skb, seq);
+		traced = true;
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))
 			hs_cost_note(seq, s, now);
@@ -44,6 +49,8 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 			hs_tap_note(ctx->skb, HS_SEQ_UNSAMPLED);
 		break;
 	}
+	if (s == HS_T3 && !traced)
+		hs_pieces_open(ctx->skb, 0);
 	return NF_ACCEPT;
 }
 

@@ -277,7 +277,8 @@ struct hs_meta {
 	X(HS_C_PARTIAL, 31, "partial")		/* out of a traced output with t2 or t3 alone */ \
 	X(HS_C_FAST, 32, "fast_path")		/* complete without t2 and t3 (in complete) */ \
 	X(HS_C_OUT_PASS, 33, "out_pass")	/* start_xmit on a step to a traced output (bridge, bond, VLAN; ifb): passed by */ \
-	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */
+	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */ \
+	X(HS_C_PIECED, 35, "left_in_pieces")	/* records of packets that left as IP fragments or GSO segments (out_segs >= 2) */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

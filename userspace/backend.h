@@ -74,12 +74,15 @@ struct hs_config {
 typedef int (*hs_record_cb)(void *ctx, const struct hs_record *r);
 
 /* hooks that stamp no instant, beside enum hs_stage in hs_hook.stage */
-enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_NKINDS };
+enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_PIECES, HS_HOOK_NKINDS };
+/* their names in the header's "hooks", from HS_HOOK_LOCAL_IN on */
+#define HS_HOOK_NAMES { "local_in", "drop", "pieces" }
 
 /* How one probe is attached; the record file's header lists them as "hooks"
  * (docs/record-format.md), the same shape for every backend. */
 struct hs_hook {
-	int stage;		/* enum hs_stage, HS_HOOK_LOCAL_IN or HS_HOOK_DROP */
+	int stage;		/* enum hs_stage, or a hook that stamps none (HS_HOOK_*):
+				 * LOCAL_IN, drops, a packet's pieces on the way out */
 	const char *hook;	/* what it attaches to, libbpf's section spelling: "xdp",
 				 * "tcx/ingress", "netfilter/PRE_ROUTING",
 				 * "tp_btf/net_dev_start_xmit", "tracepoint/net/netif_rx" */

@@ -203,13 +203,15 @@ static void clock_json(struct js *j, const struct hs_clock_facts *f, const struc
 /* "hooks": one object per probe, whichever backend attached it */
 static void hooks_json(struct js *j, const struct hs_backend *b)
 {
+	static const char *const kinds[] = HS_HOOK_NAMES;
+
 	js_open(j, "hooks", '[');
 	for (int i = 0; i < b->nhooks; i++) {
 		const struct hs_hook *h = &b->hooks[i];
 
 		js_open(j, NULL, '{');
 		js_str(j, "stage", h->stage < HS_NSTAGES ? hs_stage_names[h->stage] :
-				   h->stage == HS_HOOK_LOCAL_IN ? "local_in" : "drop");
+				   kinds[h->stage - HS_HOOK_LOCAL_IN]);
 		js_str(j, "hook", h->hook);
 		if (h->has_priority)
 			js_i64(j, "priority", h->priority);

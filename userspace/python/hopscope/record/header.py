@@ -152,6 +152,7 @@ C_PARTIAL = 31
 C_FAST = 32
 C_OUT_PASS = 33
 C_XDP_AGAIN = 34
+C_PIECED = 35
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -188,6 +189,7 @@ COUNTER_LIST = (
     ('C_FAST', 32, 'fast_path'),
     ('C_OUT_PASS', 33, 'out_pass'),
     ('C_XDP_AGAIN', 34, 'xdp_again'),
+    ('C_PIECED', 35, 'left_in_pieces'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)
