@@ -12,13 +12,22 @@ SEC("tp_btf/net_dev_queue")
 int BPF_PROG(hs_queue, struct sk_buff *skb)
 {
 	struct hs_pieces_cpu *c;
+	union hs_meta_words m;
 	struct hs_record *rec;
 	__u64 seq, addr;
 
 	HS_FLOOR_EXIT(0);
 	c = hs_pieces_here();
-	/* most transmits: a whole packet, with its metadata */
-	if (!c || !c->seq || hs_shinfo(skb)->meta_len || !hs_piece_of_open(skb, c))
+	if (!c || !c->seq || !hs_dev_in_router(skb->dev))
+		return 0;
+	/* most transmits: a whole packet, with its metadata; the open one
+	 * itself closes its window (no piece of it follows) */
+	if (hs_meta_read(skb, &m)) {
+		if (m.m.seq == c->seq && m.m.magic == HS_META_MAGIC)
+			c->seq = 0;
+		return 0;
+	}
+	if (!hs_piece_of_open(skb, c))
 		return 0;
 	seq = c->seq;
 	rec = hs_slot(seq);
