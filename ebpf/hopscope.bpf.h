@@ -695,6 +695,13 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 	out->status = status;
 	out->flow = mark;
 	out->path = HS_PATH_STACK;	/* t4 names the path of what leaves */
+	/* the pieces' count of those handed over (pieces.bpf.h) is the slot's
+	 * alone; a packet lost after its first piece left did not leave */
+	out->reserved = 0;
+	if (status == HS_ST_DROPPED || status == HS_ST_EVICTED) {
+		out->t[HS_T4] = 0;
+		out->out_ifindex = 0;
+	}
 	return out;
 }
 

@@ -7,6 +7,7 @@
  */
 #include "hopscope.bpf.h"
 #include "netns.bpf.h"
+#include "pieces.bpf.h"
 
 SEC("tp_btf/kfree_skb")
 int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason reason)
@@ -22,23 +23,33 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	 * an skb without a device may still be ours */
 	if (skb->dev && !hs_dev_in_router(skb->dev))
 		return 0;
-	if (hs_find(skb, &rec, &seq) != HS_FOUND)
+	switch (hs_find(skb, &rec, &seq)) {
+	case HS_FOUND:
+		/*
+		 * The metadata lives in the packet's head, which clones share: a
+		 * copy freed (tcpdump's, dropped by its socket) is not the packet.
+		 * The packet is the skb the stages last saw (flow holds it);
+		 * before any stage saw one, an skb whose head another skb still
+		 * uses is a copy's, or an original whose copy lives on: neither is
+		 * the packet's end.
+		 */
+		seen = HS_READ_ONCE(rec->flow);
+		if (seen ? seen != hs_skb_id(skb) : hs_head_shared(skb))
+			return 0;
+		break;
+	case HS_NOMETA:
+		/* a piece lost is its packet lost (pieces.bpf.h) */
+		if (hs_piece_find(skb, &rec, &seq) == HS_FOUND)
+			break;
 		return 0;
-	/*
-	 * The metadata lives in the packet's head, which clones share: a copy
-	 * freed (tcpdump's, dropped by its socket) is not the packet. The packet
-	 * is the skb the stages last saw (flow holds it); before any stage saw
-	 * one, an skb whose head another skb still uses is a copy's, or an
-	 * original whose copy lives on: neither is the packet's end.
-	 */
-	seen = HS_READ_ONCE(rec->flow);
-	if (seen ? seen != hs_skb_id(skb) : hs_head_shared(skb))
+	default:
 		return 0;
+	}
 	out = hs_emit_begin(rec, HS_ST_DROPPED, 0);
 	/* no copy (aggregate, ring full): the slot, read before the release */
 	src = out ? out : rec;
 #pragma unroll
-	for (int s = HS_T1; s < HS_NSTAGES; s++)
+	for (int s = HS_T1; s < HS_T4; s++)	/* t4: only a piece's, and the packet is lost */
 		if (src->t[s])
 			last = s;
 	if (out) {

@@ -1,15 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * t4: net_dev_start_xmit, after the qdisc, as the packet is handed to the
- * output driver. Completes the slot and emits the packet's one record, and
- * (--histograms, --aggregate) adds its delays to its series' histograms.
- * The stamps tell the path: t2 and t3, the IP stack; neither, a fast path
- * that skips netfilter's IP hooks (flowtable, tc redirect: complete for the
- * stages it has); one alone, partial, never complete. A step on the way to
- * a traced output (its bridge, bond or VLAN upper; an ifb) is passed by; a
- * tunnel device's is followed to its underlay's (tunnel.bpf.h).
+ * output driver. Completes the slot and emits the packet's one record
+ * (leave.bpf.h), and (--histograms, --aggregate) adds its delays to its
+ * series' histograms. A piece of a packet cut into several (pieces.bpf.h)
+ * is counted, and the last one emits. A step on the way to a traced output
+ * (its bridge, bond or VLAN upper; an ifb) is passed by; a tunnel device's
+ * is followed to its underlay's (tunnel.bpf.h).
  */
 #include "hopscope.bpf.h"
+#include "leave.bpf.h"
 #include "netns.bpf.h"
 #include "tunnel.bpf.h"
 
@@ -17,12 +17,10 @@ SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 {
 	__u64 now;
-	struct hs_record *rec, *out;
-	bool traced;
-	int out_pos;
-	__u32 out_if = dev->ifindex;
-	__u64 seq, t[HS_NSTAGES] = {};	/* zeroed: the verifier cannot tie its fill to its use */
-	__u8 tos = 0, status = HS_ST_OTHER_OUT, path = HS_PATH_STACK;
+	struct hs_record *rec = NULL;
+	bool traced, first, piece = false;
+	__u64 seq = 0;	/* set on every path that reads it; the verifier wants it always */
+	enum hs_find r;
 
 	if (cfg_floor) {
 		/* a stamping tracer's least: the router's transmits, one read */
@@ -40,69 +38,42 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		return 0;
 	}
 	now = bpf_ktime_get_ns();
-	out_pos = hs_if_pos(hs_out_if, dev->ifindex);
-	traced = out_pos >= 0;
-	switch (hs_find(skb, &rec, &seq)) {
+	traced = hs_if_pos(hs_out_if, dev->ifindex) >= 0;
+	r = hs_find(skb, &rec, &seq);
+	if (r == HS_NOMETA) {
+		r = hs_piece_find(skb, &rec, &seq);
+		if (r == HS_NOMETA)
+			r = hs_gso_next(&rec, &seq);
+		piece = r != HS_NOMETA;
+	}
+	switch (r) {
 	case HS_NOMETA:
 		if (traced)
 			hs_count(HS_C_OUT_NOMETA);
 		return 0;
 	case HS_STALE:
-		hs_count(HS_C_STALE);
+		/* a piece of a packet recorded already (dropped, evicted) */
+		hs_count(piece && traced ? HS_C_OUT_SEGS : HS_C_STALE);
 		return 0;
 	case HS_UNSAMPLED:	/* left out at t1 (--sample): no loss */
 		return 0;
 	case HS_FOUND:
 		break;
 	}
-	if (hs_tun_xmit(dev, rec, seq, now))
+	if (!piece && hs_tun_xmit(dev, rec, seq, now))
 		return 0;
-	if (!traced) {
-		out_pos = hs_tun_traced(rec, seq, &out_if);
-		traced = out_pos >= 0;
-	}
-	if (traced) {
-		bool t2 = rec->t[HS_T2], t3 = rec->t[HS_T3];
-
-		status = t2 == t3 ? HS_ST_COMPLETE : HS_ST_PARTIAL;
-		path = hs_tun_path(rec, t2 || t3 ? HS_PATH_STACK : HS_PATH_NO_NF);
-	}
-	/* what t4 adds goes into the copy: the slot may change hands meanwhile */
-	out = hs_emit_begin(rec, status, now);
-	if (out) {
-		out->t[HS_T4] = now;
-		out->out_ifindex = out_if;
-		out->cpu_out = bpf_get_smp_processor_id();
-		out->path = path;
-	}
-	/* read before the release below: after it the slot may be another's */
-	if (cfg_hist && status == HS_ST_COMPLETE) {
-		const struct hs_record *src = out ? out : rec;
-
-		__builtin_memcpy(t, src->t, sizeof(t));
-		t[HS_T4] = now;
-		tos = src->tos;
-	}
 	hs_unfile(skb);
-	if (!hs_emit_commit(rec, seq, out, status)) {
-		/* evicted while it left: recorded once, as evicted */
-		hs_count(HS_C_RACE);
+	if (piece) {
+		bool last = hs_piece_out(rec, dev->ifindex, now, &first);
+
+		if (!first && traced)
+			hs_count(HS_C_OUT_SEGS);
+		if (!last)
+			return 0;
+		hs_leave(rec, seq, HS_READ_ONCE(rec->t[HS_T4]), HS_READ_ONCE(rec->out_ifindex),
+			 HS_READ_ONCE(rec->cpu_out), now);
+	} else if (!hs_leave(rec, seq, now, dev->ifindex, bpf_get_smp_processor_id(), now)) {
 		return 0;
-	}
-	if (status == HS_ST_COMPLETE) {
-		hs_count(HS_C_OUT_PKTS);
-		hs_count(HS_C_COMPLETE);
-		if (path == HS_PATH_NO_NF)
-			hs_count(HS_C_FAST);
-		if (cfg_hist)
-			hs_hist_packet(t, out_pos, tos, path);
-		if (cfg_flight_n)
-			hs_flight_delays(t, seq);
-	} else if (status == HS_ST_PARTIAL) {
-		hs_count(HS_C_OUT_PKTS);
-		hs_count(HS_C_PARTIAL);
-	} else {
-		hs_count(HS_C_OTHER_OUT);
 	}
 	/* after t4: in no delay, but what the probe costs the packet's sender */
 	if (hs_cost_sampled(seq)) {

@@ -8,6 +8,7 @@
  */
 #include "hopscope.bpf.h"
 #include "tunnel.bpf.h"
+#include "pieces.bpf.h"
 
 #define NF_ACCEPT 1
 
@@ -16,6 +17,7 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 {
 	struct hs_record *rec;
 	__u64 seq, now;
+	bool traced = false;
 
 	HS_FLOOR_STAMP_EXIT(s, NF_ACCEPT);
 	if (hs_left_out(ctx->skb)) {
@@ -26,12 +28,18 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 	now = bpf_ktime_get_ns();
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
-		if (s == HS_T3 && !hs_tun_post(ctx, rec, seq))
+		traced = true;
+		if (s == HS_T3 && !hs_tun_post(ctx, rec, seq)) {
+			/* the outer packet: its pieces, if any, are the packet's */
+			hs_pieces_open(ctx->skb, seq);
 			break;
+		}
 		/* from PRE_ROUTING on, this skb is the packet (hs_drop) */
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
 		if (s == HS_T2)
 			hs_tap_note(ctx->skb, seq);
+		else
+			hs_pieces_open(ctx->skb, seq);
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))
 			hs_cost_note(seq, s, now);
@@ -52,6 +60,8 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 			hs_tap_note(ctx->skb, HS_SEQ_UNSAMPLED);
 		break;
 	}
+	if (s == HS_T3 && !traced)
+		hs_pieces_open(ctx->skb, 0);
 	return NF_ACCEPT;
 }
 

@@ -279,13 +279,14 @@ struct hs_meta {
 	X(HS_C_FAST, 32, "fast_path")		/* complete without t2 and t3 (in complete) */ \
 	X(HS_C_OUT_PASS, 33, "out_pass")	/* start_xmit on a step to a traced output (bridge, bond, VLAN; ifb): passed by */ \
 	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */ \
-	X(HS_C_XDP_L3, 35, "xdp_l3")		/* frames of an input without a MAC header (GRE, IPIP, WireGuard, tun): read from their IP header (in xdp_pkts) */ \
-	X(HS_C_TUN_OUT, 36, "tun_out")		/* start_xmit on an output tunnel device: followed through the encapsulation, no record there */ \
-	X(HS_C_TUN_OUTER, 37, "tun_outer")	/* POST_ROUTING of such a packet's outer packet: t3 stays the inner packet's */ \
-	X(HS_C_TUN_FOLLOW, 38, "tun_follow")	/* outer packets of a tunnel at LOCAL_IN: followed into the tunnel, not retired */ \
-	X(HS_C_TUN_IN, 39, "tun_in")		/* followed outer packets taken up as inner packets on their tunnel device */ \
-	X(HS_C_TUN_END, 40, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */ \
-	X(HS_C_IN_NOMETA, 41, "in_nometa")	/* POST_ROUTING without a slot, in by a traced input or a tunnel over one hopscope does not follow: forwarded unrecorded */
+	X(HS_C_PIECED, 35, "left_in_pieces")	/* records of packets that left as IP fragments or GSO segments (out_segs >= 2) */ \
+	X(HS_C_XDP_L3, 36, "xdp_l3")		/* frames of an input without a MAC header (GRE, IPIP, WireGuard, tun): read from their IP header (in xdp_pkts) */ \
+	X(HS_C_TUN_OUT, 37, "tun_out")		/* start_xmit on an output tunnel device: followed through the encapsulation, no record there */ \
+	X(HS_C_TUN_OUTER, 38, "tun_outer")	/* POST_ROUTING of such a packet's outer packet: t3 stays the inner packet's */ \
+	X(HS_C_TUN_FOLLOW, 39, "tun_follow")	/* outer packets of a tunnel at LOCAL_IN: followed into the tunnel, not retired */ \
+	X(HS_C_TUN_IN, 40, "tun_in")		/* followed outer packets taken up as inner packets on their tunnel device */ \
+	X(HS_C_TUN_END, 41, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */ \
+	X(HS_C_IN_NOMETA, 42, "in_nometa")	/* POST_ROUTING without a slot, in by a traced input or a tunnel over one hopscope does not follow: forwarded unrecorded */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

@@ -85,13 +85,17 @@ struct hs_config {
 typedef int (*hs_record_cb)(void *ctx, const struct hs_record *r);
 
 /* hooks that stamp no instant, beside enum hs_stage in hs_hook.stage */
-enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_TUN_IN, HS_HOOK_TUN_END,
-       HS_HOOK_NKINDS };
+enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_PIECES, HS_HOOK_TUN_IN,
+       HS_HOOK_TUN_END, HS_HOOK_NKINDS };
+/* their names in the header's "hooks", from HS_HOOK_LOCAL_IN on */
+#define HS_HOOK_NAMES { "local_in", "drop", "pieces", "tun_in", "tun_end" }
 
 /* How one probe is attached; the record file's header lists them as "hooks"
  * (docs/record-format.md), the same shape for every backend. */
 struct hs_hook {
-	int stage;		/* enum hs_stage or HS_HOOK_* */
+	int stage;		/* enum hs_stage, or a hook that stamps none (HS_HOOK_*):
+				 * LOCAL_IN, drops, a packet's pieces on the way out,
+				 * a tunnel's inner packet, its outer one's end */
 	const char *hook;	/* what it attaches to, libbpf's section spelling: "xdp",
 				 * "tcx/ingress", "netfilter/PRE_ROUTING",
 				 * "tp_btf/net_dev_start_xmit", "tracepoint/net/netif_rx" */

@@ -445,7 +445,9 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 			       "tp_btf/netif_receive_skb") ?:
 		      add_link(e, bpf_program__attach(s->progs.hs_tun_end), "tp_btf/consume_skb");
 	err = err ?: add_link(e, bpf_program__attach(s->progs.hs_output),
-			      "tp_btf/net_dev_start_xmit");
+			      "tp_btf/net_dev_start_xmit") ?:
+		add_link(e, bpf_program__attach(s->progs.hs_consume), "tp_btf/consume_skb") ?:
+		add_link(e, bpf_program__attach(s->progs.hs_queue), "tp_btf/net_dev_queue");
 	err = err ?: attach_nf(e, s->progs.hs_localin, NF_INET_LOCAL_IN, false, "local_in") ?:
 		attach_nf(e, s->progs.hs_postrouting, NF_INET_POST_ROUTING, false, "t3");
 	if (!err && (cfg->stages & HS_STAGE_BIT(HS_FWD)))
@@ -484,6 +486,8 @@ static void describe(struct hs_backend *b, const struct ebpf *e, const struct hs
 	hs_backend_hook(b, HS_HOOK_LOCAL_IN, "netfilter/LOCAL_IN", true, e->prio[NF_INET_LOCAL_IN]);
 	if (cfg->drops)
 		hs_backend_hook(b, HS_HOOK_DROP, "tp_btf/kfree_skb", false, 0);
+	hs_backend_hook(b, HS_HOOK_PIECES, "tp_btf/net_dev_queue", false, 0);
+	hs_backend_hook(b, HS_HOOK_PIECES, "tp_btf/consume_skb", false, 0);
 	if (cfg->n_tun_ep) {
 		hs_backend_hook(b, HS_HOOK_TUN_IN, "tp_btf/netif_receive_skb", false, 0);
 		hs_backend_hook(b, HS_HOOK_TUN_END, "tp_btf/consume_skb", false, 0);
@@ -971,6 +975,12 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 		if (e->cfg->hist == HS_HIST_AGGREGATE)
 			continue;	/* no records: their number alone */
 		r.status = HS_ST_INFLIGHT;
+		/* as hs_emit_begin hands over a packet that did not leave: not
+		 * the first piece's hand-over, nor the count of pieces out */
+		r.t[HS_T4] = 0;
+		r.out_ifindex = 0;
+		r.cpu_out = 0;
+		r.reserved = 0;
 		/* a failure is the callback's to count and report (as above):
 		 * every packet still inside is handed over */
 		cb(ctx, &r);

@@ -203,9 +203,7 @@ static void clock_json(struct js *j, const struct hs_clock_facts *f, const struc
 /* "hooks": one object per probe, whichever backend attached it */
 static void hooks_json(struct js *j, const struct hs_backend *b)
 {
-	static const char *const hook_names[] = { "local_in", "drop", "tun_in", "tun_end" };
-	_Static_assert(sizeof(hook_names) / sizeof(hook_names[0]) == HS_HOOK_NKINDS - HS_NSTAGES,
-		       "a name per hook kind");
+	static const char *const kinds[] = HS_HOOK_NAMES;
 
 	js_open(j, "hooks", '[');
 	for (int i = 0; i < b->nhooks; i++) {
@@ -213,7 +211,7 @@ static void hooks_json(struct js *j, const struct hs_backend *b)
 
 		js_open(j, NULL, '{');
 		js_str(j, "stage", h->stage < HS_NSTAGES ? hs_stage_names[h->stage] :
-				   hook_names[h->stage - HS_NSTAGES]);
+				   kinds[h->stage - HS_HOOK_LOCAL_IN]);
 		js_str(j, "hook", h->hook);
 		if (h->has_priority)
 			js_i64(j, "priority", h->priority);

@@ -129,7 +129,7 @@ def test_firewall_before_or_after_every_packet_recorded(tb, recorder, ruleset, o
     # before: IPv6 conntrack's confirm hook holds LOCAL_IN at INT_MAX-1, a
     # kernel hook, stepped aside from without a word
     assert got == {"t1": None, "t2": FIRST, "t_fwd": FIRST, "t3": LAST, "t4": None,
-                   "local_in": LAST - (order == "before"), "drop": None}, got
+                   "local_in": LAST - (order == "before"), "drop": None, "pieces": None}, got
     assert "held by another hook" not in text, text
 
 

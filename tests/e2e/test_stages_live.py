@@ -99,7 +99,8 @@ ALL_HOOKS = {("xdp", "r-s1", "hs_input"), ("xdp", "r-s2", "hs_input"),
              ("tcx/ingress", "r-s1", "hs_tc_ingress"), ("tcx/ingress", "r-s2", "hs_tc_ingress"),
              ("tcx/egress", "r-rx", "hs_tc_egress"),
              ("tp_btf", "netif_rx", "hs_arrival"), ("tp_btf", "net_dev_start_xmit", "hs_output"),
-             ("tp_btf", "kfree_skb", "hs_drop")}
+             ("tp_btf", "kfree_skb", "hs_drop"), ("tp_btf", "net_dev_queue", "hs_queue"),
+             ("tp_btf", "consume_skb", "hs_consume")}
 ALL_HOOKS |= {("netfilter", (pf, hook, prio), prog) for pf in (2, 10)
               for hook, prio, prog in ((0, FIRST, "hs_prerouting"), (1, LAST, "hs_localin"),
                                        (2, FIRST, "hs_forward"), (4, LAST, "hs_postrouting"))}

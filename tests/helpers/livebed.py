@@ -63,7 +63,8 @@ def ipv4_only():
         ns(role, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1")
 
 
-# The sender's loop (argv: n dst port size sport tclass chunk room). Before
+# The sender's loop (argv: n dst port size sport tclass chunk room df; df 0:
+# IPv4 datagrams the router may fragment, DF clear). Before
 # each chunk it waits until no CPU's input backlog (/proc/net/softnet_stat's
 # 12th column, input and process queue) holds more than room, the chunk's
 # room under netdev_max_backlog: the backlog then never refuses one of its
@@ -71,12 +72,14 @@ def ipv4_only():
 # long the router's CPU is held up. chunk 0: as fast as Python sends.
 SENDER = r"""
 import socket, sys, time
-n, dst, port, size, sport, tclass, chunk, room = sys.argv[1:]
+n, dst, port, size, sport, tclass, chunk, room, df = sys.argv[1:]
 n, port, size, sport, tclass, chunk, room = map(int, (n, port, size, sport, tclass, chunk, room))
 six = ":" in dst
 s = socket.socket(socket.AF_INET6 if six else socket.AF_INET, socket.SOCK_DGRAM)
 s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 24)
 s.setsockopt(*((41, 67) if six else (0, 1)), tclass)  # IPV6_TCLASS / IP_TOS
+if df == "0":
+    s.setsockopt(0, 10, 0)  # IP_MTU_DISCOVER: IP_PMTUDISC_DONT
 s.bind(("", sport))
 
 def backlog():
@@ -104,14 +107,16 @@ def backlog_room(chunk):
     return room
 
 
-def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0, role="sender1", flood=False):
+def send_udp(n, dst=RX4, port=9, size=64, sport=40000, tclass=0, role="sender1", flood=False,
+             df=True):
     """n datagrams from role (a sender) on its CPU (0), each payload starting
     with its index (so no two share a packet key); returns once all are sent.
     None is refused by the router's input backlog, however busy the machine
-    (SENDER); flood: as fast as Python sends, and the backlog may refuse some"""
+    (SENDER); flood: as fast as Python sends, and the backlog may refuse some;
+    df False: IPv4 with DF clear, which a router fragments"""
     r = ns(role, "taskset", "-c", "0", sys.executable, "-c", SENDER, str(n), dst, str(port),
            str(size), str(sport), str(tclass), str(0 if flood else CHUNK),
-           str(0 if flood else backlog_room(CHUNK)), timeout=120,
+           str(0 if flood else backlog_room(CHUNK)), str(int(df)), timeout=120,
            check=False)
     assert r.returncode == 0, r.stderr
 

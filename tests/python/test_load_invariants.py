@@ -207,6 +207,8 @@ def test_transit_below_zero_on_one_cpu(tmp_path, rec):
     ("ipv6_flag", "IPv6 flag other than their flow's family"),
     ("ipopts_v6", "IPv4 options on IPv6"),
     ("segs", "segs above 65535"),
+    ("out_segs_1", "out_segs 1 (0: left whole"),
+    ("span_whole", "a t4_span_ns without pieces"),
     ("stack_t2_0", "complete records lack a stage of their path"),
     ("fast_t2", "complete records lack a stage of their path"),
     ("partial_both", "partial records have both t2 and t3 or neither"),
@@ -244,6 +246,10 @@ def test_status_flags_and_fields(tmp_path, change, what):
         r["flags"][i] |= 0x04
     elif change == "segs":
         r["segs"][i] = 0xFFFFFFFF
+    elif change == "out_segs_1":
+        r["out_segs"][i] = 1
+    elif change == "span_whole":
+        r["t4_span_ns"][i] = 500
     elif change == "stack_t2_0":
         ts[STAGE["t2"]] = 0
     elif change == "fast_t2":  # a fast path's record has no t2, t3

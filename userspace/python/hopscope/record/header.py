@@ -154,13 +154,14 @@ C_PARTIAL = 31
 C_FAST = 32
 C_OUT_PASS = 33
 C_XDP_AGAIN = 34
-C_XDP_L3 = 35
-C_TUN_OUT = 36
-C_TUN_OUTER = 37
-C_TUN_FOLLOW = 38
-C_TUN_IN = 39
-C_TUN_END = 40
-C_IN_NOMETA = 41
+C_PIECED = 35
+C_XDP_L3 = 36
+C_TUN_OUT = 37
+C_TUN_OUTER = 38
+C_TUN_FOLLOW = 39
+C_TUN_IN = 40
+C_TUN_END = 41
+C_IN_NOMETA = 42
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -197,13 +198,14 @@ COUNTER_LIST = (
     ('C_FAST', 32, 'fast_path'),
     ('C_OUT_PASS', 33, 'out_pass'),
     ('C_XDP_AGAIN', 34, 'xdp_again'),
-    ('C_XDP_L3', 35, 'xdp_l3'),
-    ('C_TUN_OUT', 36, 'tun_out'),
-    ('C_TUN_OUTER', 37, 'tun_outer'),
-    ('C_TUN_FOLLOW', 38, 'tun_follow'),
-    ('C_TUN_IN', 39, 'tun_in'),
-    ('C_TUN_END', 40, 'tun_end'),
-    ('C_IN_NOMETA', 41, 'in_nometa'),
+    ('C_PIECED', 35, 'left_in_pieces'),
+    ('C_XDP_L3', 36, 'xdp_l3'),
+    ('C_TUN_OUT', 37, 'tun_out'),
+    ('C_TUN_OUTER', 38, 'tun_outer'),
+    ('C_TUN_FOLLOW', 39, 'tun_follow'),
+    ('C_TUN_IN', 40, 'tun_in'),
+    ('C_TUN_END', 41, 'tun_end'),
+    ('C_IN_NOMETA', 42, 'in_nometa'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)

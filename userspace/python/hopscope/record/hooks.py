@@ -8,7 +8,7 @@ _NETFILTER = {"t2": "PRE_ROUTING", "t_fwd": "FORWARD", "t3": "POST_ROUTING",
 
 
 class Hook(NamedTuple):
-    stage: str          # a stage name, "local_in" or "drop"
+    stage: str          # a stage name, "local_in", "drop" or "pieces"
     hook: str           # "xdp", "netfilter/PRE_ROUTING", "tp_btf/net_dev_start_xmit", ...
     priority: int | None
     backend: str | None

@@ -76,6 +76,8 @@ RULES = {
                             "evicted records of a flow"),
     "segs": ("status", f"records have segs above {MAX_SEGS}, more wire packets than one "
                        "merged packet holds"),
+    "pieces": ("status", "records have out_segs 1 (0: left whole, else 2 or more pieces), or "
+                         "a t4_span_ns without pieces"),
     "family": ("status", "records have an IPv6 flag other than their flow's family, or "
                          "IPv4 options on IPv6 / IPv6 extension headers on IPv4"),
     "stage_off": ("header", f"records (of every {OFF_SAMPLE}th) have a time at a stage the "
@@ -231,6 +233,9 @@ class Rules:
             self._not_complete(tally, row0, col, zero, raw, rest, status[rest] + 1, seq)
         if col["segs"].max() > MAX_SEGS:
             tally.add("segs", col["segs"] > MAX_SEGS, row0, seq)
+        if col["t4_span_ns"].any() or (col["out_segs"] == 1).any():
+            tally.add("pieces", (col["out_segs"] == 1) |
+                      ((col["t4_span_ns"] > 0) & (col["out_segs"] < 2)), row0, seq)
         flags = col["flags"]
         flagged = np.flatnonzero(flags >= h.F_T4_UNSEEN)
         tally.t4_unseen += len(flagged)

@@ -93,6 +93,14 @@ def describe(df):
         wire = int(df["segs"][(df["status"] == "complete").to_numpy()].sum())
         out.append(("merged", f"{int(merged.sum())} records are GRO-merged packets; the "
                               f"complete records hold {wire} wire packets (column segs)"))
+    pieces = (df["out_segs"] > 1) & (df["status"] == "complete")
+    if pieces.any():  # the output's MTU, or a merged packet cut in software
+        span = df["t4_span_ns"][pieces].to_numpy() / 1e3
+        out.append(("pieces", f"{int(pieces.sum())} left in pieces (IP fragments or GSO "
+                              f"segments, {int(df['out_segs'][pieces].sum())} in all; column "
+                              f"out_segs): t4 is the first one's hand-over, the last one "
+                              f"{np.median(span):.2f} us later at p50, {span.max():.2f} us at "
+                              "most (column t4_span_ns)"))
     out.append(("cross-cpu", f"{a['cross_cpu']} of {counts.get('complete', 0)} complete records had t1 and t4 "
                              "on different CPUs (column cross_cpu): their transit holds the "
                              "TSC offset between the two CPUs (docs/clock.md)"))
