@@ -1,6 +1,6 @@
 # Sourced by routers-guest.sh (routers.sh puts it in /lib/hs): tunnels on
 # guest-router.sh's namespaces, each kind (GRE, IPIP, VXLAN, Geneve,
-# WireGuard) in both directions.
+# WireGuard, and SIT with IPv6 inside) in both directions.
 #
 #   sender1 ==t-s/t-in (10.10.0.0/30)== router ==t-out/t-rx (10.9.0.0/30)== receiver
 #            over s1-eth0 -- r-s1                  over r-rx -- rx-eth0
@@ -63,7 +63,6 @@ tunnels_up() {
 }
 
 tunnels_down() {
-	ip -n sender1 route del 198.18.3.2/32 via 10.10.0.1 dev t-s
 	for end in "router t-out" "receiver t-rx" "router t-in" "sender1 t-s"; do
 		set -- $end
 		ip -n $1 link del $2
@@ -132,6 +131,55 @@ tunnel_kind() {
 	expect ${k}_in_tunnel "rc $rrc, sent $sent, received $received, r-rx sent $tx, $line" \
 		$ok = 0 -a "$rrc" = 0 -a "$ready" = ready -a "$tx" = "$received"
 	[ $k = wireguard ] && wireguard_unfollowed
+	ip -n sender1 route del 198.18.3.2/32 via 10.10.0.1 dev t-s
+	tunnels_down
+}
+
+# IPv6 again on the veths (tunnels turned it off): addresses, routes and
+# neighbours as guest-router.sh gave them
+v6_back() {
+	for spec in "sender1 s1-eth0 r-s1 1" "receiver rx-eth0 r-rx 3"; do
+		set -- $spec
+		in_ns $1 sh -c "echo 0 > /proc/sys/net/ipv6/conf/$2/disable_ipv6"
+		in_ns router sh -c "echo 0 > /proc/sys/net/ipv6/conf/$3/disable_ipv6"
+		ip -n $1 addr add 2001:2:0:$4::2/64 dev $2 nodad
+		ip -n router addr add 2001:2:0:$4::1/64 dev $3 nodad
+		ip -n $1 -6 route replace default via 2001:2:0:$4::1
+		ip -n $1 neigh replace 2001:2:0:$4::1 lladdr 02:00:00:00:0$4:01 dev $2 nud permanent
+		ip -n router neigh replace 2001:2:0:$4::2 lladdr 02:00:00:00:0$4:02 dev $3 nud permanent
+	done
+	# the MLD reports of the addresses just added, before any count
+	sleep 3
+}
+
+# NS DEV LOCAL REMOTE UNDERLAY ADDR: one end of a SIT tunnel (IPv6 in IPv4)
+sit_end() {
+	ip -n $1 link add $2 type sit local $3 remote $4 dev $5
+	in_ns $1 sh -c "echo 0 > /proc/sys/net/ipv6/conf/$2/disable_ipv6"
+	ip -n $1 addr add $6/64 dev $2 nodad
+	ip -n $1 link set $2 up
+}
+
+# SIT's runs: IPv6 datagrams out through t-out to fd09::2, and in through
+# t-s to the receiver's 2001:2:0:3::2
+sit_kind() {
+	v6_back
+	sit_end router t-out 198.18.3.1 198.18.3.2 r-rx fd09::1
+	sit_end receiver t-rx 198.18.3.2 198.18.3.1 rx-eth0 fd09::2
+	sit_end router t-in 198.18.1.1 198.18.1.2 r-s1 fd10::1
+	sit_end sender1 t-s 198.18.1.2 198.18.1.1 s1-eth0 fd10::2
+	ip -n sender1 -6 route add 2001:2:0:3::2/128 dev t-s
+	counted_run sit_out_tunnel fd09::2 t-out -i r-s1 -O t-out
+	tunneled sit_out_tunnel t-out tun_out
+	counted_run sit_out_underlay fd09::2 r-rx -i r-s1 -O r-rx
+	tunneled sit_out_underlay r-rx tun_out
+	counted_run sit_in_underlay 2001:2:0:3::2 r-rx -i r-s1 -O r-rx
+	tunneled sit_in_underlay r-rx tun_in
+	counted_run sit_in_tunnel 2001:2:0:3::2 r-rx -i t-in,t-out -O r-rx
+	all_stack "$(ifindex r-rx)"
+	ok=$?
+	expect sit_in_tunnel "rc $rrc, sent $sent, received $received, r-rx sent $tx, $line" \
+		$ok = 0 -a "$rrc" = 0 -a "$ready" = ready -a "$tx" = "$received"
 	tunnels_down
 }
 
@@ -144,4 +192,5 @@ tunnels() {
 	for k in gre ipip vxlan geneve wireguard; do
 		tunnel_kind $k
 	done
+	sit_kind
 }

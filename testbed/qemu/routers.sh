@@ -21,7 +21,7 @@ limit=${HS_QEMU_TIMEOUT:-540}
 # loaded by name in the guest (no modprobe there): every one a rule needs;
 # crc32c_generic first, libcrc32c's soft dependency (modinfo's depends omits it)
 MODULES="crc32c_generic nf_tables nft_ct nf_conntrack nf_nat nft_nat nft_masq nft_chain_nat nf_flow_table
-	nf_flow_table_inet nft_flow_offload 8021q bonding ip_gre ipip vxlan geneve wireguard"
+	nf_flow_table_inet nft_flow_offload 8021q bonding ip_gre ipip vxlan geneve wireguard sit"
 
 need_qemu routers-qemu
 [ -x "$cli" ] || { echo "routers-qemu: no $cli (make)"; exit 77; }

@@ -17,7 +17,8 @@ records it (eBPF backend), the receiver's count the truth:
   complete by the stack; both named together: refused, exit 2;
 - the output a bond of one slave, named as the bond or as the slave: every
   packet complete, out of the device named, the bond passed by (out_pass);
-- GRE, IPIP, VXLAN, Geneve and WireGuard tunnels (testbed/qemu/guest-tunnels.sh),
+- GRE, IPIP, VXLAN, Geneve, WireGuard and SIT (IPv6 inside) tunnels
+  (testbed/qemu/guest-tunnels.sh),
   out (named as the tunnel or its underlay: every packet complete, path
   tunnel, with tun_out, out of the device named) and in (named as the
   underlay: path tunnel with tun_in; as the tunnel: path stack); each
@@ -46,7 +47,7 @@ CHECKS = sorted([f"{ruleset}_{order}_{what}" for ruleset in ("flowtable", "fw4")
                  for order in ("before", "after") for what in ("starts", "paths")]
                 + ["vlan_sub", "vlan_parent", "vlan_both_refused", "bond_master", "bond_slave",
                    "dmesg_clean"]
-                + [f"{kind}_{way}" for kind in ("gre", "ipip", "vxlan", "geneve", "wireguard")
+                + [f"{kind}_{way}" for kind in ("gre", "ipip", "vxlan", "geneve", "wireguard", "sit")
                    for way in ("out_tunnel", "out_underlay", "in_underlay", "in_tunnel")]
                 + [f"{kind}_in_alone_refused" for kind in ("gre", "ipip", "vxlan", "geneve")]
                 + ["wireguard_unfollowed"])
