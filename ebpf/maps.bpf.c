@@ -3,5 +3,6 @@
 #define HS_DEFINE_MAPS
 #include "hopscope.bpf.h"
 #include "pieces.bpf.h"
+#include "gro.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -45,6 +45,7 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	default:
 		return 0;
 	}
+	hs_by_skb_forget(skb);
 	out = hs_emit_begin(rec, HS_ST_DROPPED, 0);
 	/* no copy (aggregate, ring full): the slot, read before the release */
 	src = out ? out : rec;

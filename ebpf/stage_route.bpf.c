@@ -7,6 +7,7 @@
  */
 #include "hopscope.bpf.h"
 #include "pieces.bpf.h"
+#include "gro.bpf.h"
 
 #define NF_ACCEPT 1
 
@@ -24,14 +25,21 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 		return NF_ACCEPT;
 	}
 	now = bpf_ktime_get_ns();
+	/* a later part of a batch GRO merged in parts: a record of its own */
+	if (cfg_gro && s == HS_T2 && hs_gro_later(ctx->skb, now)) {
+		hs_count(c_ok);
+		return NF_ACCEPT;
+	}
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
 		/* from PRE_ROUTING on, this skb is the packet (hs_drop) */
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
-		if (s == HS_T2)
+		if (s == HS_T2) {
 			hs_tap_note(ctx->skb, seq);
-		else
+			hs_gro_first(ctx->skb, rec, seq);
+		} else {
 			hs_pieces_open(ctx->skb, seq);
+		}
 		traced = true;
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))

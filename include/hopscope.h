@@ -44,6 +44,10 @@
  * both counts once); BPF and the module hold this many per direction */
 #define HS_MAX_IFACES 16
 
+/* --gro keep (ebpf/gro.bpf.h): the t1 of this many (a power of 2) batched
+ * packets kept per CPU, far more than wait in GRO at once */
+#define HS_GRO_LOG_SHIFT 12
+
 /* X-macro helpers: the C side of every list below */
 #define HS_X_ENUM(id, val, name) id,
 #define HS_X_ENUM_VALUE(id, val, name) id = val,
@@ -278,7 +282,10 @@ struct hs_meta {
 	X(HS_C_FAST, 32, "fast_path")		/* complete without t2 and t3 (in complete) */ \
 	X(HS_C_OUT_PASS, 33, "out_pass")	/* start_xmit on a step to a traced output (bridge, bond, VLAN; ifb): passed by */ \
 	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */ \
-	X(HS_C_PIECED, 35, "left_in_pieces")	/* records of packets that left as IP fragments or GSO segments (out_segs >= 2) */
+	X(HS_C_PIECED, 35, "left_in_pieces")	/* records of packets that left as IP fragments or GSO segments (out_segs >= 2) */ \
+	X(HS_C_GRO_JOINED, 36, "gro_joined")	/* --gro keep: packets that joined a batch's slot at t1 (in xdp_pkts; in its record's segs) */ \
+	X(HS_C_GRO_SPLIT, 37, "gro_split")	/* --gro keep: records opened at t2 for a later part of a batch GRO merged in parts */ \
+	X(HS_C_GRO_LOST, 38, "gro_lost")	/* --gro keep: later parts of a split batch no record could be opened for */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

@@ -20,6 +20,8 @@ struct hs_iface {
 	bool is_out;		/* --out */
 	int xdp_mode;		/* XDP_FLAGS_SKB_MODE / XDP_FLAGS_DRV_MODE, for --in */
 	bool xdp_auto;		/* --xdp-mode auto: native may fall back to generic */
+	bool gro_keep;		/* --gro keep, here: its TCP batched for GRO (ebpf/gro.bpf.h) */
+	const char *gro_why;	/* why that, or why not, for the header */
 	const char *xdp_why;	/* why this mode, for the header */
 	/* what became of it during the run, seen once a second (ifwatch.c) */
 	int ifindexes[HS_IFINDEX_HISTORY];	/* every ifindex it had, [0] the header's */
@@ -62,6 +64,7 @@ struct hs_config {
 	int floor;			/* 0, HS_FLOOR_EMPTY or HS_FLOOR_CLOCK: nothing recorded */
 	int hist;			/* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE */
 	uint32_t sample_n;		/* --sample: trace 1 packet in this many (1: all) */
+	bool gro_keep;			/* --gro keep (hs_iface.gro_keep: where it applies) */
 	double cpu_budget;		/* --sample auto: % of one CPU for the probes; 0: fixed */
 	char *calibration;		/* --calibration: the file's JSON text, or NULL */
 	/* --flight (flight.c): records kept per CPU (0: off), what triggers */

@@ -385,10 +385,16 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	}
 	for (int i = 0; i < cfg->n_pass; i++)
 		s->bss->hs_pass_if[i] = cfg->pass_if[i];
+	for (int i = 0, n = 0; i < cfg->n_ifaces; i++)
+		if (cfg->ifaces[i].gro_keep) {
+			s->bss->hs_gro_if[n++] = cfg->ifaces[i].ifindex;
+			s->rodata->cfg_gro = 1;
+		}
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
 	bpf_map__set_max_entries(s->maps.cost_due, (__u32)ncpu << (shift - HS_COST_SAMPLE_SHIFT));
 	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);
 	bpf_map__set_max_entries(s->maps.ring_pos, ncpu);
+	bpf_map__set_max_entries(s->maps.gro_t1, (__u32)ncpu << HS_GRO_LOG_SHIFT);
 	autoload(cfg, s);
 	return 0;
 }

@@ -83,7 +83,7 @@ static const char doc[] =
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
 	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE, OPT_SNAPSHOT, OPT_COUNTERS_EVERY,
-	OPT_SAMPLE, OPT_CPU_BUDGET,
+	OPT_SAMPLE, OPT_CPU_BUDGET, OPT_GRO,
 };
 
 static const struct argp_option options[] = {
@@ -97,6 +97,9 @@ static const struct argp_option options[] = {
 	{ "xdp-mode", OPT_XDP, "MODE", 0, "auto (default: generic on veth, native elsewhere, "
 	  "generic where the driver refuses native or gives it no metadata room), native, "
 	  "generic" },
+	{ "gro", OPT_GRO, "MODE", 0, "off (default: one record per wire packet; GRO cannot "
+	  "merge what native XDP traced), or keep: GRO merges TCP on native-XDP inputs that have "
+	  "it on, as untraced, and a merged packet has one record counting its segments (segs)" },
 	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default "
 	  HS_STR(HS_SLOTS_DEFAULT) ")" },
 	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default 32)" },
@@ -237,6 +240,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (strcmp(arg, "auto") && strcmp(arg, "native") && strcmp(arg, "generic"))
 			argp_error(state, "--xdp-mode must be auto, native or generic, not '%s'", arg);
 		o->xdp_mode = arg;
+		break;
+	case OPT_GRO:
+		if (strcmp(arg, "off") && strcmp(arg, "keep"))
+			argp_error(state, "--gro must be off or keep, not '%s'", arg);
+		o->cfg.gro_keep = !strcmp(arg, "keep");
 		break;
 	case OPT_SLOTS: {
 		unsigned long n = strtoul(arg, &end, 10);
@@ -818,7 +826,7 @@ int hs_cmd_record(int argc, char **argv)
 	hs_clock_facts_read(&clock);
 	if (hs_netns_enter(o.cfg.netns, &o.cfg.netns_inum) ||
 	    hs_ifaces_add(&o.cfg, o.in, 0) || hs_ifaces_add(&o.cfg, o.out, 1) ||
-	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode))
+	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode) || hs_ifaces_set_gro(&o.cfg))
 		return 1;
 	err = hs_ifstack_check(&o.cfg);
 	if (err)

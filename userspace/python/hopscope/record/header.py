@@ -6,6 +6,7 @@ VERSION = '0.1.0'
 VERSION_MAJOR = 1
 VERSION_MINOR = 1
 MAX_IFACES = 16
+GRO_LOG_SHIFT = 12
 RECORD_SIZE_V1 = 144
 SEQ_CPU_SHIFT = 48
 SEQ_COUNT_MASK = 0xffffffffffff
@@ -153,6 +154,9 @@ C_FAST = 32
 C_OUT_PASS = 33
 C_XDP_AGAIN = 34
 C_PIECED = 35
+C_GRO_JOINED = 36
+C_GRO_SPLIT = 37
+C_GRO_LOST = 38
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -190,6 +194,9 @@ COUNTER_LIST = (
     ('C_OUT_PASS', 33, 'out_pass'),
     ('C_XDP_AGAIN', 34, 'xdp_again'),
     ('C_PIECED', 35, 'left_in_pieces'),
+    ('C_GRO_JOINED', 36, 'gro_joined'),
+    ('C_GRO_SPLIT', 37, 'gro_split'),
+    ('C_GRO_LOST', 38, 'gro_lost'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)
