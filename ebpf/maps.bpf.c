@@ -2,5 +2,6 @@
 /* The one definition of every map and setting the stages share. */
 #define HS_DEFINE_MAPS
 #include "hopscope.bpf.h"
+#include "nat.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

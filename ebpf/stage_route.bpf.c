@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * t2 and t3: netfilter PRE_ROUTING at the earliest priority (routing starts)
- * and POST_ROUTING at the latest (routing done). Optional FORWARD stamp, and
+ * and POST_ROUTING at the latest (routing done), where NAT is done and its
+ * translation is read (nat.bpf.h). Optional FORWARD stamp, and
  * LOCAL_IN to retire packets addressed to the router itself, which are not
  * forwarded and must not be counted as lost.
  */
 #include "hopscope.bpf.h"
+#include "nat.bpf.h"
 
 #define NF_ACCEPT 1
 
@@ -28,6 +30,8 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
 		if (s == HS_T2)
 			hs_tap_note(ctx->skb, seq);
+		if (s == HS_T3)
+			hs_nat_check(ctx->skb, rec, seq);
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))
 			hs_cost_note(seq, s, now);

@@ -263,7 +263,11 @@ struct hs_meta {
 	X(HS_C_PARTIAL, 31, "partial")		/* out of a traced output with t2 or t3 alone */ \
 	X(HS_C_FAST, 32, "fast_path")		/* complete without t2 and t3 (in complete) */ \
 	X(HS_C_OUT_PASS, 33, "out_pass")	/* start_xmit on a step to a traced output (bridge, bond, VLAN; ifb): passed by */ \
-	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */
+	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */ \
+	X(HS_C_NAT, 35, "nat")			/* t3 found the packet's tuple changed by NAT (in post_pkts) */ \
+	X(HS_C_NAT_NEW, 36, "nat_new")		/* translations filed: a tuple's first packet NAT changed */ \
+	X(HS_C_NAT_CHANGED, 37, "nat_changed")	/* packets NAT changed otherwise than their tuple's filed translation */ \
+	X(HS_C_NAT_FULL, 38, "nat_full")	/* packets NAT changed whose translation found the map full: not filed */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)
@@ -271,6 +275,34 @@ enum hs_counter {
 };
 HS_COUNTER_LIST(HS_X_AT_PLACE)
 #define HS_COUNTER_NAMES { HS_COUNTER_LIST(HS_X_NAME) }
+
+/*
+ * NAT: t3 compares the packet's addresses and ports with the ones t1 read
+ * from the wire; where they differ it files the translation by the original
+ * tuple (ebpf/nat.bpf.h), and the recorder writes it into the file's flow
+ * table (hopscope_file.h, HS_FLOW_NAT). Ports only for TCP and UDP, as the
+ * record has them; addresses for every protocol.
+ */
+#define HS_NAT_MAX 65536	/* translations filed at most; later ones count in nat_full */
+
+struct hs_tuple {
+	__u8 family;		/* 4 or 6 */
+	__u8 proto;
+	__u16 sport;		/* host order */
+	__u16 dport;
+	__u16 pad;
+	__u32 saddr[4];		/* network order */
+	__u32 daddr[4];
+};
+
+/* a filed translation: the tuple NAT made of the key's, the packets it was
+ * seen on and the times a packet of the key was translated otherwise (the
+ * latest such tuple then replaces `to`) */
+struct hs_nat {
+	struct hs_tuple to;
+	__u64 packets;
+	__u64 changes;
+};
 
 /*
  * Probe cost: what the probes add to the delays they measure, sampled on the

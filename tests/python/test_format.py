@@ -20,7 +20,7 @@ FIELDS = {
     "hs_record": ["seq", "key", "drop_reason", "in_ifindex", "out_ifindex", "flow", "ip_len",
                   "sport", "dport", "cpu_in", "cpu_out", "tos", "proto", "status",
                   "drop_stage", "flags", "path", "saddr", "daddr", "segs"],
-    "hs_flow": ["id", "family", "proto", "reserved", "sport", "dport", "saddr", "daddr", "pad"],
+    "hs_flow": ["id", "family", "proto", "kind", "sport", "dport", "saddr", "daddr", "packets"],
     "hs_file_header": ["magic", "version", "record_size", "header_bytes", "endian",
                        "header_crc32", "reserved"],
     "hs_chunk": ["magic", "type", "count", "bytes", "crc32", "index"],

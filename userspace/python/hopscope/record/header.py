@@ -11,6 +11,7 @@ SEQ_COUNT_MASK = 0xffffffffffff
 RING_SLACK = 16
 META_MAGIC = 0x48537031
 META_UNSAMPLED = 0x48537530
+NAT_MAX = 65536
 COST_SAMPLE_SHIFT = 6
 COST_BUCKET_NS = 16
 COST_FINE = 64
@@ -40,6 +41,9 @@ CHUNK_FLOWS = 2
 CHUNK_COUNTERS = 3
 CHUNK_END = 4
 FLOW_NONE = 0xffffffff
+FLOW_TUPLE = 0
+FLOW_NAT = 1
+FLOW_NAT_CHANGED = 2
 
 # HS_STAGE_LIST: each entry's value under its id, then (id, value, name)
 T0 = 0
@@ -151,6 +155,10 @@ C_PARTIAL = 31
 C_FAST = 32
 C_OUT_PASS = 33
 C_XDP_AGAIN = 34
+C_NAT = 35
+C_NAT_NEW = 36
+C_NAT_CHANGED = 37
+C_NAT_FULL = 38
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -187,6 +195,10 @@ COUNTER_LIST = (
     ('C_FAST', 32, 'fast_path'),
     ('C_OUT_PASS', 33, 'out_pass'),
     ('C_XDP_AGAIN', 34, 'xdp_again'),
+    ('C_NAT', 35, 'nat'),
+    ('C_NAT_NEW', 36, 'nat_new'),
+    ('C_NAT_CHANGED', 37, 'nat_changed'),
+    ('C_NAT_FULL', 38, 'nat_full'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)
