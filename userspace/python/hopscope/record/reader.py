@@ -69,7 +69,9 @@ class RecordFile:
 
     header      the header JSON (dict)
     records     list of fmt.RECORD_DTYPE arrays, one per whole RECORDS chunk (views of the map)
-    flows       fmt.FLOW_DTYPE array, every whole FLOWS chunk in file order
+    flows       fmt.FLOW_DTYPE array, the flows of every whole FLOWS chunk in file order
+    nat         fmt.FLOW_DTYPE array, the NAT translations among them (kind not
+                FLOW_TUPLE), in file order: a flow's last one counts (record/nat.py)
     snapshots   COUNTERS chunk JSONs in file order
     trailer     the END chunk JSON, or None
     chunks      every whole chunk that was used
@@ -90,6 +92,7 @@ class RecordFile:
         self._records_seen = {}  # (CRC32, count, first record) -> its RECORDS chunk
         self.dropped_records = 0
         self.flows = np.zeros(0, dtype=fmt.FLOW_DTYPE)
+        self.nat = np.zeros(0, dtype=fmt.FLOW_DTYPE)
         self.trailer = None
         self.truncated = False
         self._map = self._open()
@@ -249,7 +252,11 @@ class RecordFile:
         if end_seen and off < size:
             self.problems.append(f"{size - off} bytes after the END chunk ignored")
         if flows:
-            self.flows = np.concatenate(flows)
+            items = np.concatenate(flows)
+            # NAT's translations share the FLOWS chunks: they name a flow by id
+            kind = items["kind"]
+            self.flows = items[kind == fmt.FLOW_TUPLE]
+            self.nat = items[kind != fmt.FLOW_TUPLE]
         if not end_seen and not self.truncated:
             self._stop("no END chunk: the recorder did not close the file "
                        "(killed, crashed or still running)")
