@@ -134,7 +134,8 @@ def to_dataframe(rf):
         else:
             out[name] = cols.copied[name] if name in cols.copied else cols.derived[name]
     nat_facts = nat.summary(rf, cols.copied["flow"], cols.copied["t3"])
-    out.update(nat.columns(nat_facts, cols.copied["flow"], cols.copied["t3"], len(rf.flows)))
+    out.update(nat.columns(nat_facts, cols.copied["flow"], cols.copied["t3"], len(rf.flows),
+                           cols.src_names + cols.dst_names))
     if rf.verify:
         problems += nat.problems(nat_facts, rf.trailer)
     df = pd.DataFrame(out, copy=False)

@@ -67,15 +67,15 @@ def summary(rf, flow, t3):
             "unknown_ids": unknown}
 
 
-def columns(nat, flow, t3, nflows):
-    """nat_src, nat_dst (categorical), nat_sport, nat_dport (UInt16): each
-    record's translated tuple, NA where it has none to tell"""
+def columns(nat, flow, t3, nflows, known=()):
+    """nat_src, nat_dst (categorical, their categories the addresses known,
+    src's and dst's, and then the translated ones), nat_sport, nat_dport
+    (UInt16): each record's translated tuple, NA where it has none to tell"""
     n = len(flow)
-    names = []
     src_code, dst_code = (np.full(nflows + 1, -1, np.int32) for _ in range(2))
     sport, dport = (np.zeros(nflows + 1, np.uint16) for _ in range(2))
     has_ports = np.zeros(nflows + 1, bool)
-    index = {}
+    index = {a: i for i, a in enumerate(dict.fromkeys(known))}
     for f in nat["flows"]:
         if f["changed"] or f["mixed"]:
             continue
