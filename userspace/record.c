@@ -625,10 +625,9 @@ static void live_line(struct run *run, double elapsed)
 static void nat_warn(struct run *run)
 {
 	if (run->w.flows.nat_changed)
-		fprintf(stderr, "hopscope: WARNING: NAT translated %u flows otherwise during the "
-			"run (%llu packets): their records carry no translated tuple "
-			"(hopscope describe lists them)\n", run->w.flows.nat_changed,
-			(unsigned long long)run->counters[HS_C_NAT_CHANGED]);
+		fprintf(stderr, "hopscope: WARNING: NAT changed the translation of %u flows "
+			"during the run: their records carry no translated tuple (hopscope "
+			"describe lists them)\n", run->w.flows.nat_changed);
 	if (run->counters[HS_C_NAT_FULL])
 		fprintf(stderr, "hopscope: WARNING: %llu packets NAT changed found the "
 			"translation map full (%d flows): their translation is not in the file\n",

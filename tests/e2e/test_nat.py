@@ -203,3 +203,41 @@ def test_snat_and_dnat_translations_match_the_receiver(tb, recorder, receiver):
     for line in (s2, s1):
         assert f"\nnat         {line}" in text, text
     assert "problems    none" in text, text
+
+
+def conntrack_has(sport):
+    text = ns("router", "cat", "/proc/net/nf_conntrack").stdout
+    return f"sport={sport} " in text
+
+
+def test_a_translation_changed_during_the_run_is_said_never_attached(tb, recorder):
+    tb.up()
+    ipv4_only()
+    sport = 46210
+    # a forgotten UDP flow ends in a second: its next packet meets the new rule
+    ns("router", "sysctl", "-qw", "net.netfilter.nf_conntrack_udp_timeout=1")
+    nft("router", RULES)
+    count_chain("receiver", "in", "prerouting", -500, [
+        (f"to{port}", f"ip saddr {S1} udp sport {sport} udp dport {port}") for port in (9, 10)])
+    rec = recorder(ins="r-s1,r-s2")
+    send_udp(N, dst=ROUTER_S1, port=7777, sport=sport)
+    assert wait_for(lambda: counters("receiver", "in")["to9"] == N, timeout=30)
+    assert wait_for(lambda: not conntrack_has(sport), timeout=30)
+    ns("router", "nft", "flush", "chain", "ip", "nat", "dstnat")
+    ns("router", "nft", "add", "rule", "ip", "nat", "dstnat", "udp", "dport", "7777", "dnat",
+       "to", f"{RX4}:10")
+    send_udp(N, dst=ROUTER_S1, port=7777, sport=sport)
+    assert wait_for(lambda: counters("receiver", "in")["to10"] == N, timeout=30)
+    df, c = stopped(rec)
+    d = df[(df.proto == 17) & (df.sport == sport)]
+    assert int(left_router(d).sum()) == 2 * N, d.status.value_counts()
+    # the first packet after the change found the other tuple filed
+    assert (c["nat_new"], c["nat_changed"]) == (1, 1), c
+    assert c["rb_fail"] or c["nat"] == int((d.t3 > 0).sum()), c
+    assert df.attrs["trailer"]["userspace"]["nat_changed"] == 1
+    assert d[["nat_src", "nat_sport", "nat_dst", "nat_dport"]].isna().all().all()
+    assert "hopscope: WARNING: NAT changed the translation of 1 flows during the run: their " \
+           "records carry no translated tuple" in rec.summary, rec.summary
+    text = sh(HOPSCOPE, "describe", rec.out).stdout
+    assert (f"\nnat         {S1}:{sport} > {ROUTER_S1}:7777 -> {S1}:{sport} > {RX4}:10: "
+            f"{2 * N} packets; CHANGED during the run") in text, text
