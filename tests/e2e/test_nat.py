@@ -1,5 +1,6 @@
-"""NAT on the router: masquerade (SNAT) on the way out and a port forward
-(DNAT) to the router's own address, as nftables does them. Every record of
+"""NAT on the router: masquerade (SNAT) on the way out, for IPv4 and IPv6,
+and a port forward (DNAT) to the router's own address, as nftables does
+them. Every record of
 a translated flow that reached t3 carries the tuple the receiver saw (its
 source for SNAT, its destination for DNAT); records of untranslated flows
 carry none. Each flow is counted four ways: sent, received (by the
@@ -14,7 +15,7 @@ import time
 import pytest
 
 from testlib import HOPSCOPE, left_router, sh, wait_for
-from livebed import P, RX4, ipv4_only, ns, recorder, send_udp, stopped, tb  # noqa: F401
+from livebed import P, RX4, RX6, ipv4_only, ns, recorder, send_udp, stopped, tb  # noqa: F401
 
 N = 300
 ROUTER_S1, ROUTER_RX, S1, S2 = "198.18.1.1", "198.18.3.1", "198.18.1.2", "198.18.2.2"
@@ -90,18 +91,18 @@ def nft(role, ruleset):
     assert r.returncode == 0, r.stderr
 
 
-def counters(role, table):
-    out = json.loads(ns(role, "nft", "-j", "list", "counters", "table", "ip", table).stdout)
+def counters(role, table, family="ip"):
+    out = json.loads(ns(role, "nft", "-j", "list", "counters", "table", family, table).stdout)
     return {c["counter"]["name"][2:]: c["counter"]["packets"]
             for c in out["nftables"] if "counter" in c}
 
 
-def count_chain(role, table, hook, priority, matches):
+def count_chain(role, table, hook, priority, matches, family="ip"):
     """an nftables counter per (name, match) in role's namespace, at hook
     (named c_NAME: a name may be a keyword of nft's)"""
     names = "".join(f"  counter c_{name} {{}}\n" for name, _ in matches)
     rules = "".join(f"    {m} counter name \"c_{name}\"\n" for name, m in matches)
-    nft(role, f"table ip {table} {{\n{names}  chain c {{\n    type filter hook {hook} "
+    nft(role, f"table {family} {table} {{\n{names}  chain c {{\n    type filter hook {hook} "
               f"priority {priority}; policy accept;\n{rules}  }}\n}}\n")
 
 
@@ -241,3 +242,27 @@ def test_a_translation_changed_during_the_run_is_said_never_attached(tb, recorde
     text = sh(HOPSCOPE, "describe", rec.out).stdout
     assert (f"\nnat         {S1}:{sport} > {ROUTER_S1}:7777 -> {S1}:{sport} > {RX4}:10: "
             f"{2 * N} packets; CHANGED during the run") in text, text
+
+
+def test_ipv6_masquerade_gives_the_router_address_as_source(tb, recorder):
+    tb.up()
+    sport, router_rx6 = 46220, "2001:2:0:3::1"
+    nft("router", "table ip6 nat {\n  chain srcnat { type nat hook postrouting priority "
+                  "srcnat; policy accept;\n    oifname \"r-rx\" ip6 saddr 2001:2:0:2::/64 "
+                  "masquerade; }\n}\n")
+    count_chain("router", "out", "postrouting", 200, [
+        ("snat", f"ip6 saddr {router_rx6} udp sport {sport} udp dport 9")], family="ip6")
+    count_chain("receiver", "in", "prerouting", -500, [
+        ("snat", f"ip6 saddr {router_rx6} udp sport {sport} udp dport 9")], family="ip6")
+    rec = recorder()
+    send_udp(N, dst=RX6, sport=sport, role="sender2")
+    assert wait_for(lambda: counters("receiver", "in", "ip6")["snat"] == N, timeout=30)
+    df, c = stopped(rec)
+    d = df[(df.proto == 17) & (df.sport == sport)]
+    assert (d.family == 6).all()
+    assert int(left_router(d).sum()) == N == counters("router", "out", "ip6")["snat"], \
+        d.status.value_counts()
+    reached = d[d.t3 > 0]
+    assert nat_tuple(reached) == [(router_rx6, sport, RX6, 9)] * len(reached)
+    assert c["nat_new"] == 1 and c["nat_changed"] == c["nat_full"] == 0, c
+    assert c["rb_fail"] or c["nat"] == len(reached), c

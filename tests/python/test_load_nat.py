@@ -3,6 +3,8 @@ recording of the C recorder with translation items planted by the tests'
 own writer (tests/rawrecord.py), loaded and described. A record gets its
 flow's translated tuple when it reached t3, and none where the file cannot
 tell which tuple it had."""
+import contextlib
+import io
 import ipaddress
 import os
 import struct
@@ -13,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import hopscope
+from hopscope import cli
 from hopscope.report.describe import describe
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +112,11 @@ def test_counters_that_disagree_with_the_translations_are_a_problem(tmp_path):
                                  6000)], nat=6001)
     assert df.attrs["problems"] == ["the translations count 6000 packets and nat_full 0, "
                                     "the kernel's nat counter 6001"]
+    assert df.attrs["problems"][0].kind == "nat"
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        assert cli.main(["verify", df.attrs["path"]]) == 1
+    assert "the kernel's nat counter 6001" in err.getvalue()
     # a full map: the packets it refused are in nat, not in a translation
     df = planted(tmp_path, [item(UDP_FLOW, NAT, "198.18.3.1", 5000, "198.18.3.2", 10001,
                                  6000)], nat_full=7)

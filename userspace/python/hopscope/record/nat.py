@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from . import format as fmt
+from .invariants import Problem
 
 COLUMNS = ("nat_src", "nat_dst", "nat_sport", "nat_dport")
 _PORTS = (6, 17)  # the kernel compares ports for TCP and UDP only
@@ -99,11 +100,12 @@ def columns(nat, flow, t3, nflows, known=()):
 
 
 def problems(nat, trailer):
-    """What the translations and the END chunk's nat counters disagree on."""
+    """What the translations and the END chunk's nat counters disagree on:
+    invariants of class "nat" (docs/record-format.md, "The file's invariants")."""
     out = []
     if nat["unknown_ids"]:
-        out.append(f"{nat['unknown_ids']} NAT translations name a flow that is not in the "
-                   "FLOWS table")
+        out.append(Problem(f"{nat['unknown_ids']} NAT translations name a flow that is not "
+                           "in the FLOWS table", "nat", nat["unknown_ids"]))
     c = (trailer or {}).get("counters") or {}
     if "nat" not in c or not nat["recorded"]:
         return out
@@ -111,12 +113,13 @@ def problems(nat, trailer):
     changed = any(f["changed"] for f in nat["flows"])
     # every packet t3 found translated is in its flow's count, or found the map full
     if not changed and filed + c["nat_full"] != c["nat"]:
-        out.append(f"the translations count {filed} packets and nat_full "
-                   f"{c['nat_full']}, the kernel's nat counter {c['nat']}")
+        out.append(Problem(f"the translations count {filed} packets and nat_full "
+                           f"{c['nat_full']}, the kernel's nat counter {c['nat']}", "nat"))
     records = sum(f["records"] for f in nat["flows"])
     if records > c["nat"]:
-        out.append(f"{records} records of translated flows reached t3, more than the "
-                   f"{c['nat']} packets NAT changed there")
+        out.append(Problem(f"{records} records of translated flows reached t3, more than "
+                           f"the {c['nat']} packets NAT changed there", "nat",
+                           records - c["nat"]))
     return out
 
 
