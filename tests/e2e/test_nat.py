@@ -1,9 +1,8 @@
 """NAT on the router: masquerade (SNAT) on the way out, for IPv4 and IPv6,
 and a port forward (DNAT) to the router's own address, as nftables does
-them. Every record of
-a translated flow that reached t3 carries the tuple the receiver saw (its
-source for SNAT, its destination for DNAT); records of untranslated flows
-carry none. Each flow is counted four ways: sent, received (by the
+them. Every record of a translated flow that reached t3 carries the tuple
+the receiver saw (its source for SNAT, its destination for DNAT); records
+of untranslated flows carry none. Each flow is counted four ways: sent, received (by the
 receiver's socket and an nftables counter there), sent out by the router
 with the translated tuple (an nftables counter after NAT) and recorded,
 and the recorder's nat counters agree with the records."""
