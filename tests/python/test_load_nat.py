@@ -142,3 +142,10 @@ def test_a_file_from_before_translations_loads_without_them():
     df = hopscope.load(str(DATA / "single.hsr"))
     assert df.attrs["nat"] == {"recorded": None, "flows": [], "unknown_ids": 0}
     assert df[COLS].isna().all().all() and nat_lines(df) == []
+
+
+@pytest.mark.parametrize("value, kind", [("yes", "a string"), (1, "an integer")])
+def test_a_header_whose_nat_translations_is_not_a_boolean_is_refused(tmp_path, value, kind):
+    with pytest.raises(hopscope.RecordFileError, match=f"'nat_translations' is {kind}, "
+                                                       "expected true or false"):
+        planted(tmp_path, [], recorded=value)

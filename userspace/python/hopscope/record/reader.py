@@ -480,6 +480,8 @@ def check_header(h):
         v = (h.get(k) or {}).get(s)
         if v is not None and not _int(v):
             return f"{k}.{s} is {_kind(v)}, expected an integer"
+    if h.get("nat_translations") is not None and not isinstance(h["nat_translations"], bool):
+        return f"'nat_translations' is {_kind(h['nat_translations'])}, expected true or false"
     for k in ("stages", "counter_names", "stage_names"):
         v = h.get(k)
         if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):
