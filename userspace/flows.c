@@ -92,15 +92,15 @@ static int grow(struct hs_flows *f)
 	return 0;
 }
 
-/* t's id, t added if new; HS_FLOW_NONE: the table is full */
-static uint32_t id_of(struct hs_flows *f, struct hs_flow t)
+/* t's id, t added if new and add; HS_FLOW_NONE: not added (the table is full) */
+static uint32_t id_of(struct hs_flows *f, struct hs_flow t, bool add)
 {
 	uint32_t h;
 
 	for (h = tuple_hash(&t) & f->mask; f->index[h]; h = (h + 1) & f->mask)
 		if (same(&f->items[f->index[h] - 1], &t))
 			return f->index[h] - 1;
-	if (f->n >= f->max || (f->n == f->cap && grow(f)))
+	if (!add || f->n >= f->max || (f->n == f->cap && grow(f)))
 		return HS_FLOW_NONE;
 	for (h = tuple_hash(&t) & f->mask; f->index[h]; h = (h + 1) & f->mask)
 		;
@@ -118,7 +118,7 @@ uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
 	uint32_t id;
 
 	tuple_of(&t, r);
-	id = id_of(f, t);
+	id = id_of(f, t, true);
 	f->overflow += id == HS_FLOW_NONE;
 	return id;
 }
@@ -135,14 +135,14 @@ static void flow_of(struct hs_flow *t, const struct hs_tuple *from)
 }
 
 int hs_flows_nat(struct hs_flows *f, const struct hs_tuple *from, const struct hs_nat *n,
-		 bool final)
+		 bool final, bool add)
 {
 	struct hs_flow from_t, to, *last;
 	uint32_t id;
 
 	flow_of(&from_t, from);
-	id = id_of(f, from_t);
-	if (id == HS_FLOW_NONE)	/* its records have no flow either: counted there */
+	id = id_of(f, from_t, add);
+	if (id == HS_FLOW_NONE)	/* none of its records here, or they have no flow: counted */
 		return 0;
 	flow_of(&to, &n->to);
 	to.id = id;

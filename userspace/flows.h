@@ -28,10 +28,10 @@ int hs_flows_init(struct hs_flows *f, uint32_t max);
 void hs_flows_free(struct hs_flows *f);
 /* the record's flow id, adding the flow if new */
 uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r);
-/* the kernel's translation of the flow `from` (adding the flow if new): a
- * new item when it is new or changed, or, final, when its packets grew;
- * -ENOMEM when it cannot be kept */
+/* the kernel's translation of the flow `from` (add: adding the flow if new;
+ * else only a flow in the table): a new item when it is new or changed, or,
+ * final, when its packets grew; -ENOMEM when it cannot be kept */
 int hs_flows_nat(struct hs_flows *f, const struct hs_tuple *from, const struct hs_nat *n,
-		 bool final);
+		 bool final, bool add);
 
 #endif

@@ -515,7 +515,7 @@ static int on_nat(void *ctx, const struct hs_tuple *from, const struct hs_nat *n
 {
 	struct run *run = ctx;
 
-	return hs_flows_nat(&run->w.flows, from, n, run->nat_final);
+	return hs_flows_nat(&run->w.flows, from, n, run->nat_final, true);
 }
 
 /* the translations t3 filed, into the flow table before its next chunk;

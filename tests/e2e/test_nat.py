@@ -6,13 +6,15 @@ of untranslated flows carry none. Each flow is counted four ways: sent, received
 receiver's socket and an nftables counter there), sent out by the router
 with the translated tuple (an nftables counter after NAT) and recorded,
 and the recorder's nat counters agree with the records."""
+import glob
 import json
+import signal
 import subprocess
 import sys
-import time
 
 import pytest
 
+import hopscope
 from testlib import HOPSCOPE, left_router, sh, wait_for
 from livebed import P, RX4, RX6, ipv4_only, ns, recorder, send_udp, stopped, tb  # noqa: F401
 
@@ -265,3 +267,33 @@ def test_ipv6_masquerade_gives_the_router_address_as_source(tb, recorder):
     assert nat_tuple(reached) == [(router_rx6, sport, RX6, 9)] * len(reached)
     assert c["nat_new"] == 1 and c["nat_changed"] == c["nat_full"] == 0, c
     assert c["rb_fail"] or c["nat"] == len(reached), c
+
+
+def test_a_flight_dump_carries_its_flows_translations(tb, recorder, tmp_path):
+    tb.up()
+    ipv4_only()
+    nft("router", RULES)
+    count_chain("receiver", "in", "prerouting", -500, [
+        ("dnat", f"ip saddr {S1} udp sport {DNAT[4]}"), ("plain", f"ip saddr {S1} udp sport "
+                                                                  f"{PLAIN[4]}")])
+    rec = recorder("--aggregate", "--flight", "128", "--flight-dir", str(tmp_path))
+    n = 40  # each flow's packets: all of them in the dump
+    for _, role, dst, port, sport in (DNAT, PLAIN):
+        send_udp(n, dst=dst, port=port, sport=sport, role=role)
+    assert wait_for(lambda: counters("receiver", "in") == {"dnat": n, "plain": n}, timeout=30)
+    rec.p.send_signal(signal.SIGUSR1)
+    assert wait_for(lambda: glob.glob(str(tmp_path / "flight-*.hsr")), timeout=30)
+    rec.stop()
+    [path] = glob.glob(str(tmp_path / "flight-*.hsr"))
+    v = sh(HOPSCOPE, "verify", path, check=False)
+    assert v.returncode == 0 and ": OK: " in v.stdout, v.stdout + v.stderr
+    df = hopscope.load(path, strict=True)
+    dnat, plain = (df[(df.proto == 17) & (df.sport == f[4])] for f in (DNAT, PLAIN))
+    assert len(dnat) == len(plain) == n and (dnat.t3 > 0).all(), df.status.value_counts()
+    assert nat_tuple(dnat) == [(S1, DNAT[4], RX4, 9)] * n
+    assert plain[["nat_src", "nat_sport"]].isna().all().all()
+    # the dump holds its own records' flows and their translations alone
+    assert [f["from"] for f in df.attrs["nat"]["flows"]] == [(S1, DNAT[4], ROUTER_S1, 7777)]
+    # the run's own file: no records, the translation in its flow table
+    run = hopscope.load(rec.out, strict=True)
+    assert len(run) == 0 and len(run.attrs["nat"]["flows"]) == 1, run.attrs["nat"]

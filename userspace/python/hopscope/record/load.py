@@ -137,7 +137,7 @@ def to_dataframe(rf):
     out.update(nat.columns(nat_facts, cols.copied["flow"], cols.copied["t3"], len(rf.flows),
                            cols.src_names + cols.dst_names))
     if rf.verify:
-        problems += nat.problems(nat_facts, rf.trailer)
+        problems += nat.problems(nat_facts, rf.trailer, "flight_dump" in rf.header)
     df = pd.DataFrame(out, copy=False)
     cal = rf.header.get("calibration")
     why = None if cal is None else calibration.check(cal)
