@@ -22,8 +22,9 @@ HS_EXTERN struct {
 	__uint(max_entries, HS_NAT_MAX);
 } nat SEC(".maps");
 
-/* ports only where t1 read them: TCP or UDP, whole, no IPv6 extension
- * headers in front (the transport header is then right after the IP header) */
+/* ports compared only for TCP or UDP, whole, with no IPv6 extension headers
+ * in front (the transport header is then right after the IP header); the
+ * translation of another packet has ports 0 */
 static __always_inline bool hs_nat_ports(const struct hs_record *rec)
 {
 	return (rec->proto == IPPROTO_TCP || rec->proto == IPPROTO_UDP) &&
@@ -116,12 +117,11 @@ static __always_inline void hs_nat_check(const struct sk_buff *skb, struct hs_re
 
 	if (!hs_nat_read(skb, rec, &to))
 		return;
+	/* the flow as the recorder keys the record's: its ports as t1 read them */
 	key.family = to.family = rec->flags & HS_F_IPV6 ? 6 : 4;
 	key.proto = to.proto = rec->proto;
-	if (hs_nat_ports(rec)) {
-		key.sport = rec->sport;
-		key.dport = rec->dport;
-	}
+	key.sport = rec->sport;
+	key.dport = rec->dport;
 	__builtin_memcpy(key.saddr, rec->saddr, sizeof(key.saddr));
 	__builtin_memcpy(key.daddr, rec->daddr, sizeof(key.daddr));
 	/* the slot changed hands since the stamp: its tuple is another packet's */

@@ -114,7 +114,6 @@ static uint32_t id_of(struct hs_flows *f, struct hs_flow t, bool add)
 uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
 {
 	struct hs_flow t;
-
 	uint32_t id;
 
 	tuple_of(&t, r);
