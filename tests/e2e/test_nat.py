@@ -297,3 +297,34 @@ def test_a_flight_dump_carries_its_flows_translations(tb, recorder, tmp_path):
     # the run's own file: no records, the translation in its flow table
     run = hopscope.load(rec.out, strict=True)
     assert len(run) == 0 and len(run.attrs["nat"]["flows"]) == 1, run.attrs["nat"]
+
+
+def test_a_flow_nat_translated_only_in_part_carries_none(tb, recorder):
+    tb.up()
+    ipv4_only()
+    sport = 46230
+    ns("router", "sysctl", "-qw", "net.netfilter.nf_conntrack_udp_timeout=1")
+    nft("router", "table ip nat {\n  chain srcnat { type nat hook postrouting priority srcnat; "
+                  "policy accept; }\n}\n")
+    count_chain("receiver", "in", "prerouting", -500, [
+        ("plain", f"ip saddr {S2} udp sport {sport}"),
+        ("snat", f"ip saddr {ROUTER_RX} udp sport {sport}")])
+    rec = recorder(ins="r-s1,r-s2")
+    send_udp(N, dst=RX4, sport=sport, role="sender2")
+    assert wait_for(lambda: counters("receiver", "in")["plain"] == N, timeout=30)
+    # masquerade from now on: the flow's next conntrack entry, once this one ended
+    assert wait_for(lambda: not conntrack_has(sport), timeout=30)
+    ns("router", "nft", "add", "rule", "ip", "nat", "srcnat", "oifname", "r-rx", "masquerade")
+    send_udp(N, dst=RX4, sport=sport, role="sender2")
+    assert wait_for(lambda: counters("receiver", "in")["snat"] == N, timeout=30)
+    df, c = stopped(rec)  # a file with nothing wrong in it
+    d = df[(df.proto == 17) & (df.sport == sport)]
+    assert int(left_router(d).sum()) == 2 * N, d.status.value_counts()
+    assert (c["nat_new"], c["nat_changed"], c["nat"]) == (1, 0, N), c
+    # which records were translated is not in the file: none says it was
+    assert d[["nat_src", "nat_sport", "nat_dst", "nat_dport"]].isna().all().all()
+    [f] = df.attrs["nat"]["flows"]
+    assert f["mixed"] and f["packets"] == N and f["records"] == int((d.t3 > 0).sum())
+    text = sh(HOPSCOPE, "describe", rec.out).stdout
+    assert (f"\nnat         {S2}:{sport} > {RX4}:9 -> {ROUTER_RX}:{sport} > {RX4}:9: {N} "
+            f"packets; {f['records']} records reached t3, more than NAT changed") in text, text
