@@ -120,12 +120,22 @@ static void tuple(struct hs_tuple *t, __u32 saddr)
 	t->daddr[0] = 0x02031262;
 }
 
+/* a translation of the flow from saddr as one of the recorder's polls finds it */
+static int file(__u32 saddr, __u32 to, __u64 packets, __u64 changes, bool final, bool add)
+{
+	struct hs_nat n = { .packets = packets, .changes = changes };
+	struct hs_tuple from;
+
+	tuple(&from, saddr);
+	tuple(&n.to, to);
+	return hs_flows_nat(&w.flows, &from, &n, final, add);
+}
+
 /* 2000 flows (the table grows past its first 1024), translations filed as
  * the recorder's polls find them: new, again, changed, unknown, and final */
 static int nat(const char *path)
 {
-	struct hs_nat n = { .packets = 1 };
-	struct hs_tuple from, other;
+	const __u32 flow0 = 0x0a000000, flow1500 = 0x0a000000 + 1500, none = 0x0b000000;
 	struct hs_record r;
 	int err;
 
@@ -133,7 +143,7 @@ static int nat(const char *path)
 		return 1;
 	for (__u32 i = 0; i < 2000; i++) {
 		memset(&r, 0, sizeof(r));
-		r.saddr[0] = 0x0a000000 + i;
+		r.saddr[0] = flow0 + i;
 		r.daddr[0] = 0x02031262;
 		r.proto = 17;
 		r.status = HS_ST_COMPLETE;
@@ -141,34 +151,19 @@ static int nat(const char *path)
 		r.seq = hs_seq(0, i + 1);
 		hs_writer_add(&w, &r);
 	}
-	tuple(&from, 0x0a000000);
-	tuple(&n.to, 0x01030000);
-	err = hs_flows_nat(&w.flows, &from, &n, false, true);
-	n.packets = 5;		/* more packets, same tuple: nothing new before the stop */
-	err = err ?: hs_flows_nat(&w.flows, &from, &n, false, true);
-	err = err ?: hs_writer_flush(&w, counts(NULL));
-	tuple(&from, 0x0a000000 + 1500);
-	tuple(&n.to, 0x01030001);
-	n.packets = 1;
-	err = err ?: hs_flows_nat(&w.flows, &from, &n, false, true);
-	tuple(&from, 0x0a000000);
-	tuple(&n.to, 0x01030002);
-	n.packets = 7, n.changes = 1;
-	err = err ?: hs_flows_nat(&w.flows, &from, &n, false, true);
-	tuple(&other, 0x0b000000);	/* no record: kept only where flows are added */
-	n.changes = 0;
-	err = err ?: hs_flows_nat(&w.flows, &other, &n, true, false);
-	err = err ?: hs_flows_nat(&w.flows, &other, &n, false, true);
-	/* the stop: the final counts, where they grew */
-	tuple(&from, 0x0a000000 + 1500);
-	tuple(&n.to, 0x01030001);
-	n.packets = 1;
-	err = err ?: hs_flows_nat(&w.flows, &from, &n, true, true);
-	tuple(&from, 0x0a000000);
-	tuple(&n.to, 0x01030002);
-	n.packets = 9, n.changes = 1;
-	err = err ?: hs_flows_nat(&w.flows, &from, &n, true, true);
-	err = err ?: hs_writer_close(&w, counts("signal"));
+	/* more packets, same tuple: nothing new before the stop */
+	err = file(flow0, 0x01030000, 1, 0, false, true) ?:
+	      file(flow0, 0x01030000, 5, 0, false, true) ?:
+	      hs_writer_flush(&w, counts(NULL)) ?:
+	      file(flow1500, 0x01030001, 1, 0, false, true) ?:
+	      file(flow0, 0x01030002, 7, 1, false, true) ?:
+	      /* no record: kept only where flows are added */
+	      file(none, 0x01030002, 7, 0, true, false) ?:
+	      file(none, 0x01030002, 7, 0, false, true) ?:
+	      /* the stop: the final counts, where they grew */
+	      file(flow1500, 0x01030001, 1, 0, true, true) ?:
+	      file(flow0, 0x01030002, 9, 1, true, true) ?:
+	      hs_writer_close(&w, counts("signal"));
 	printf("%d %u %u %u %u\n", err, w.flows.nat_n, w.flows.nat_flows, w.flows.nat_changed,
 	       w.flows.n);
 	hs_writer_free(&w);
