@@ -217,15 +217,11 @@ static __always_inline bool hs_gro_later(const struct sk_buff *skb, __u64 now)
 	rec->t[HS_T1] = *t1;
 	rec->t[HS_T2] = now;
 	rec->in_ifindex = batch->in_ifindex;
-	rec->cpu_in = batch->cpu_in;
-	rec->ip_len = batch->ip_len;
-	rec->sport = batch->sport;
-	rec->dport = batch->dport;
-	rec->tos = batch->tos;
-	rec->proto = batch->proto;
-	rec->flags = batch->flags;
-	__builtin_memcpy(rec->saddr, batch->saddr, sizeof(rec->saddr));
-	__builtin_memcpy(rec->daddr, batch->daddr, sizeof(rec->daddr));
+	/* the batch's header fields, ip_len .. daddr, as t1 parsed them (the
+	 * first part's, at its t2: nothing there has left yet) */
+	__builtin_memcpy(&rec->ip_len, &batch->ip_len,
+			 __builtin_offsetof(struct hs_record, segs) -
+			 __builtin_offsetof(struct hs_record, ip_len));
 	rec->segs = k;
 	rec->flow = hs_skb_id(skb);
 	hs_slot_publish(rec, seq);

@@ -1,13 +1,15 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * t2 and t3: netfilter PRE_ROUTING at the earliest priority (routing starts)
- * and POST_ROUTING at the latest (routing done). Optional FORWARD stamp, and
+ * and POST_ROUTING at the latest (routing done), where NAT is done and its
+ * translation is read (nat.bpf.h). Optional FORWARD stamp, and
  * LOCAL_IN to retire packets addressed to the router itself, which are not
  * forwarded and must not be counted as lost.
  */
 #include "hopscope.bpf.h"
 #include "pieces.bpf.h"
 #include "gro.bpf.h"
+#include "nat.bpf.h"
 
 #define NF_ACCEPT 1
 
@@ -39,6 +41,7 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 			hs_gro_first(ctx->skb, rec, seq);
 		} else {
 			hs_pieces_open(ctx->skb, seq);
+			hs_nat_check(ctx->skb, rec, seq);
 		}
 		traced = true;
 		hs_count(c_ok);

@@ -75,6 +75,8 @@ struct hs_config {
 };
 
 typedef int (*hs_record_cb)(void *ctx, const struct hs_record *r);
+/* a NAT translation: the flow from (as t1 saw it) and what t3 found */
+typedef int (*hs_nat_cb)(void *ctx, const struct hs_tuple *from, const struct hs_nat *n);
 
 /* hooks that stamp no instant, beside enum hs_stage in hs_hook.stage */
 enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_PIECES, HS_HOOK_NKINDS };
@@ -107,6 +109,9 @@ struct hs_backend {
 	/* the probe cost samples by stage, summed over CPUs (HS_NSTAGES values);
 	 * NULL: this backend does not sample them */
 	int (*cost)(struct hs_backend *b, struct hs_cost *out);
+	/* every NAT translation filed so far, to cb (include/hopscope.h, HS_NAT_MAX);
+	 * NULL: this backend does not record translations */
+	int (*nat)(struct hs_backend *b, hs_nat_cb cb, void *ctx);
 	/* cfg->ifaces[i] was re-created under a new ifindex (ifc->ifindex):
 	 * attach to it; NULL: this backend cannot (its probes keep the old one) */
 	int (*follow)(struct hs_backend *b, int i);

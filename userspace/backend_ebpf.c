@@ -717,6 +717,31 @@ static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 	return 0;
 }
 
+/* every translation t3 filed, a batch of lookups at a time */
+static int ebpf_nat(struct hs_backend *b, hs_nat_cb cb, void *ctx)
+{
+	enum { BATCH = 256 };
+	struct ebpf *e = b->priv;
+	int fd = bpf_map__fd(e->skel->maps.nat), err = 0;
+	struct hs_tuple keys[BATCH];
+	struct hs_nat vals[BATCH];
+	__u64 batch;
+	bool more = true;
+
+	for (void *in = NULL; more && !err; in = &batch) {
+		__u32 n = BATCH;
+
+		if (bpf_map_lookup_batch(fd, in, &batch, keys, vals, &n, NULL)) {
+			if (errno != ENOENT)
+				return -errno;
+			more = false;	/* the last batch, n entries in it */
+		}
+		for (__u32 i = 0; i < n && !err; i++)
+			err = cb(ctx, &keys[i], &vals[i]);
+	}
+	return err;
+}
+
 static int ebpf_cost(struct hs_backend *b, struct hs_cost *out)
 {
 	struct ebpf *e = b->priv;
@@ -1072,6 +1097,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.poll = ebpf_poll,
 		.counters = ebpf_counters,
 		.cost = ebpf_cost,
+		.nat = ebpf_nat,
 		.hist = ebpf_hist,
 		.follow = ebpf_follow,
 		.sample = ebpf_sample,

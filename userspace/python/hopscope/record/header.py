@@ -13,6 +13,7 @@ SEQ_COUNT_MASK = 0xffffffffffff
 RING_SLACK = 16
 META_MAGIC = 0x48537031
 META_UNSAMPLED = 0x48537530
+NAT_MAX = 65536
 COST_SAMPLE_SHIFT = 6
 COST_BUCKET_NS = 16
 COST_FINE = 64
@@ -42,6 +43,9 @@ CHUNK_FLOWS = 2
 CHUNK_COUNTERS = 3
 CHUNK_END = 4
 FLOW_NONE = 0xffffffff
+FLOW_TUPLE = 0
+FLOW_NAT = 1
+FLOW_NAT_CHANGED = 2
 
 # HS_STAGE_LIST: each entry's value under its id, then (id, value, name)
 T0 = 0
@@ -157,6 +161,10 @@ C_PIECED = 35
 C_GRO_JOINED = 36
 C_GRO_SPLIT = 37
 C_GRO_LOST = 38
+C_NAT = 39
+C_NAT_NEW = 40
+C_NAT_CHANGED = 41
+C_NAT_FULL = 42
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -197,6 +205,10 @@ COUNTER_LIST = (
     ('C_GRO_JOINED', 36, 'gro_joined'),
     ('C_GRO_SPLIT', 37, 'gro_split'),
     ('C_GRO_LOST', 38, 'gro_lost'),
+    ('C_NAT', 39, 'nat'),
+    ('C_NAT_NEW', 40, 'nat_new'),
+    ('C_NAT_CHANGED', 41, 'nat_changed'),
+    ('C_NAT_FULL', 42, 'nat_full'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)
