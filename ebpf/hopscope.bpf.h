@@ -256,6 +256,9 @@ HS_EXTERN const volatile __u32 cfg_ring_shift HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_floor HS_ZERO;
 /* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE (no record leaves: the ring is unused) */
 HS_EXTERN const volatile __u32 cfg_hist HS_ZERO;
+/* --gro keep on some input: the stages from t2 on look for the parts of a
+ * batch GRO split (gro.bpf.h) */
+HS_EXTERN const volatile __u32 cfg_gro HS_ZERO;
 
 /* --flight: entries per CPU (0: off, the verifier drops the rest); a delay
  * triggers when at least its cfg_flight_over (the threshold + 1 ns; 0: none);
@@ -511,6 +514,11 @@ union hs_meta_words {
 	__u64 w[2];
 };
 
+static __always_inline const struct skb_shared_info *hs_shinfo(const struct sk_buff *skb)
+{
+	return hs_cast(skb->head + skb->end, struct skb_shared_info);
+}
+
 /*
  * The metadata XDP left in front of skb's MAC header, into m; false: none
  * (meta_len must be exactly ours). The head is read through bpf_core_cast
@@ -519,14 +527,11 @@ union hs_meta_words {
  */
 static __always_inline bool hs_meta_read(const struct sk_buff *skb, union hs_meta_words *m)
 {
-	unsigned char *head = skb->head;
-	const struct skb_shared_info *shinfo =
-		hs_cast(head + skb->end, struct skb_shared_info);
 	const struct bpf_timer *words;
 
-	if (shinfo->meta_len != sizeof(struct hs_meta))
+	if (hs_shinfo(skb)->meta_len != sizeof(struct hs_meta))
 		return false;
-	words = hs_cast(head + skb->mac_header - sizeof(*m), struct bpf_timer);
+	words = hs_cast(skb->head + skb->mac_header - sizeof(*m), struct bpf_timer);
 	m->w[0] = words->__opaque[0];
 	m->w[1] = words->__opaque[1];
 	return true;
@@ -584,22 +589,38 @@ static __always_inline bool hs_head_shared(const struct sk_buff *skb)
 	return (ref & 0xffff) > 1;
 }
 
-/* The packet's slot: through its metadata, or, where a copied head lost it
- * or the MAC header moved (tunnel.bpf.h), by_skb. */
+/* --gro keep: the skb is a later part of a batch GRO split (gro.bpf.h),
+ * whose metadata names the batch's slot: its own is by_skb's */
+static __always_inline bool hs_gro_part(const struct sk_buff *skb, enum hs_find r,
+					const struct hs_record *rec)
+{
+	if (!cfg_gro)
+		return false;
+	return r == HS_STALE || (r == HS_FOUND && rec->t[HS_T2] && rec->flow != hs_skb_id(skb));
+}
+
+/* The packet's slot: through its metadata, or, where a copied head lost it,
+ * the MAC header moved (tunnel.bpf.h) or it is part of a split batch, by_skb. */
 static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 					    struct hs_record **rec, __u64 *seq)
 {
-	enum hs_find r = hs_find_meta(skb, rec, seq);
+	enum hs_find r;
 	__u64 addr, *sq;
 
-	/* stale too: where encapsulation moved the MAC header, the bytes in
-	 * front of it may be an older packet's metadata */
-	if ((r != HS_NOMETA && r != HS_STALE) || !hs_tapped)
+	*rec = NULL;
+	r = hs_find_meta(skb, rec, seq);
+	if (hs_gro_part(skb, r, *rec)) {
+		if (!hs_tapped)
+			return r == HS_STALE ? r : HS_NOMETA;
+	} else if ((r != HS_NOMETA && r != HS_STALE) || !hs_tapped) {
+		/* stale too: where encapsulation moved the MAC header, the
+		 * bytes in front of it may be an older packet's metadata */
 		return r;
+	}
 	addr = hs_skb_addr(skb);
 	sq = bpf_map_lookup_elem(&by_skb, &addr);
 	if (!sq)
-		return r;
+		return r == HS_STALE ? r : HS_NOMETA;
 	if (*sq == HS_SEQ_UNSAMPLED)
 		return HS_UNSAMPLED;
 	*seq = *sq;
@@ -620,14 +641,13 @@ static __always_inline void hs_file(const struct sk_buff *skb, __u64 seq)
 		hs_tapped = 1;
 }
 
-static __always_inline void hs_tap_note(const struct sk_buff *skb, __u64 seq)
-{
-	if (hs_head_shared(skb))
-		hs_file(skb, seq);
-}
-
-/* the packet behind skb left (its record emitted): its entry goes */
-static __always_inline void hs_unfile(const struct sk_buff *skb)
+/*
+ * An skb whose packet leaves (handed over whole, cut into segments,
+ * dropped, retired) lets its by_skb entry go, if it had one: its address is
+ * soon another skb's, which must not find the entry (a split batch's parts
+ * are filed there, hs_gro_later; a packet followed through a tunnel).
+ */
+static __always_inline void hs_by_skb_forget(const struct sk_buff *skb)
 {
 	__u64 addr;
 
@@ -635,6 +655,12 @@ static __always_inline void hs_unfile(const struct sk_buff *skb)
 		return;
 	addr = hs_skb_addr(skb);
 	bpf_map_delete_elem(&by_skb, &addr);
+}
+
+static __always_inline void hs_tap_note(const struct sk_buff *skb, __u64 seq)
+{
+	if (hs_head_shared(skb))
+		hs_file(skb, seq);
 }
 
 /*
@@ -698,6 +724,11 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 	/* the pieces' count of those handed over (pieces.bpf.h) is the slot's
 	 * alone; a packet lost after its first piece left did not leave */
 	out->reserved = 0;
+	/* --gro keep's slot counts segs from 1 and keeps a gro_t1 place in
+	 * drop_reason (gro.bpf.h); the record's segs is 0 for one packet */
+	if (out->segs == 1)
+		out->segs = 0;
+	out->drop_reason = 0;
 	if (status == HS_ST_DROPPED || status == HS_ST_EVICTED) {
 		out->t[HS_T4] = 0;
 		out->out_ifindex = 0;
@@ -741,6 +772,42 @@ static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 	if (cfg_hist != HS_HIST_AGGREGATE)
 		hs_ring_commit(out);
 	return true;
+}
+
+/*
+ * A new packet takes the next slot of this CPU at now (t1; t2 for a part of
+ * a split GRO batch): a packet still in it is evicted, unless its own last
+ * stage releases it first. Returns the slot zeroed, its seq in *seq, which
+ * the caller publishes (hs_slot_publish) once it has filled it; NULL: none.
+ */
+static __always_inline struct hs_record *hs_slot_take(__u64 now, __u64 *seq)
+{
+	struct hs_record *rec, *out;
+	__u32 zero = 0, cpu = bpf_get_smp_processor_id();
+	__u64 *n = bpf_map_lookup_elem(&seqno, &zero), old;
+
+	if (!n)
+		return NULL;
+	*seq = hs_seq(cpu, ++*n);
+	rec = hs_slot(*seq);
+	if (!rec)
+		return NULL;
+	old = HS_READ_ONCE(rec->seq);
+	out = old ? hs_emit_begin(rec, HS_ST_EVICTED, now) : NULL;
+	if (old && hs_emit_commit(rec, old, out, HS_ST_EVICTED))
+		hs_count(HS_C_EVICTED);
+	else if (!old)
+		/* free: still a full barrier, so the last owner's copy (made
+		 * before its release) is done before the stores below */
+		__sync_val_compare_and_swap(&rec->seq, 0, 0);
+	__builtin_memset(rec, 0, sizeof(*rec));
+	return rec;
+}
+
+/* published last, fully ordered: a stage that matches seq sees the rest */
+static __always_inline void hs_slot_publish(struct hs_record *rec, __u64 seq)
+{
+	__sync_lock_test_and_set(&rec->seq, seq);
 }
 
 /* a trigger: counted; the first since the recorder re-armed is written for it */

@@ -4,5 +4,7 @@
 #include "hopscope.bpf.h"
 #include "tunnel.bpf.h"
 #include "pieces.bpf.h"
+#include "gro.bpf.h"
+#include "nat.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -91,11 +91,6 @@ static __always_inline struct hs_pieces_cpu *hs_pieces_here(void)
 	return bpf_map_lookup_elem(&pieces_cpu, &zero);
 }
 
-static __always_inline const struct skb_shared_info *hs_shinfo(const struct sk_buff *skb)
-{
-	return hs_cast(skb->head + skb->end, struct skb_shared_info);
-}
-
 /* the skb's IP destination (IPv6: its last word); 0: not IP */
 static __always_inline __u32 hs_skb_daddr(const struct sk_buff *skb)
 {
@@ -175,6 +170,15 @@ static __always_inline enum hs_find hs_gso_next(struct hs_record **rec, __u64 *s
 	if (!*rec || HS_READ_ONCE((*rec)->seq) != *seq)
 		return HS_STALE;
 	return HS_FOUND;
+}
+
+/* t4 of a segment that kept its packet's metadata (seq's): one less to come */
+static __always_inline void hs_gso_took(__u64 seq)
+{
+	struct hs_pieces_cpu *c = hs_pieces_here();
+
+	if (c && c->gso_left && c->gso_seq == seq)
+		c->gso_left--;
 }
 
 /*

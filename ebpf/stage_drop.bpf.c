@@ -45,6 +45,7 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 	default:
 		return 0;
 	}
+	hs_by_skb_forget(skb);
 	out = hs_emit_begin(rec, HS_ST_DROPPED, 0);
 	/* no copy (aggregate, ring full): the slot, read before the release */
 	src = out ? out : rec;
@@ -57,7 +58,6 @@ int BPF_PROG(hs_drop, struct sk_buff *skb, void *location, enum skb_drop_reason 
 		out->drop_reason = reason;
 		out->cpu_out = bpf_get_smp_processor_id();
 	}
-	hs_unfile(skb);
 	if (hs_emit_commit(rec, seq, out, HS_ST_DROPPED)) {
 		hs_count(HS_C_DROPPED);
 		if (cfg_hist)

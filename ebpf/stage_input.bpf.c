@@ -7,6 +7,7 @@
 #include "hopscope.bpf.h"
 #include "parse.bpf.h"
 #include "tunnel.bpf.h"
+#include "gro.bpf.h"
 
 /* adjust_meta's refusals by input ifindex: a driver that runs native XDP but
  * gives no metadata room refuses every packet, and userspace must tell that
@@ -112,6 +113,14 @@ static __always_inline struct hs_meta *hs_meta_room(struct xdp_md *ctx)
 	return NULL;
 }
 
+/* the packet's slot by seq, for every later stage */
+static __always_inline void hs_meta_set(struct hs_meta *meta, __u64 seq)
+{
+	meta->seq = seq;
+	meta->magic = HS_META_MAGIC;
+	meta->pad = 0;
+}
+
 /* --sample left this packet out: the mark tells later stages it is no loss */
 static __always_inline int hs_unsampled(struct xdp_md *ctx)
 {
@@ -165,10 +174,11 @@ int hs_input(struct xdp_md *ctx)
 	struct hs_src src = { .p = ctx, .xdp = true };
 	struct hs_key_input k = {};
 	struct hs_pkt p = {};
-	struct hs_record *rec, *out;
+	struct hs_gro_cpu *g = NULL;
+	struct hs_record *rec;
 	struct hs_meta *meta;
-	__u32 zero = 0, cpu;
-	__u64 *n, seq, old;
+	__u32 zero = 0;
+	__u64 seq, pos = 0;
 	int r;
 
 	HS_FLOOR_STAMP_EXIT(HS_T1, XDP_PASS);
@@ -201,28 +211,23 @@ int hs_input(struct xdp_md *ctx)
 		return XDP_PASS;
 	}
 
-	n = bpf_map_lookup_elem(&seqno, &zero);
-	if (!n)
-		return XDP_PASS;
-	cpu = bpf_get_smp_processor_id();
-	seq = hs_seq(cpu, ++*n);
-	rec = hs_slot(seq);
+	if (cfg_gro && p.proto == IPPROTO_TCP && !(p.flags & HS_F_FRAGMENT) &&
+	    hs_if_pos(hs_gro_if, ctx->ingress_ifindex) >= 0) {
+		g = bpf_map_lookup_elem(&gro_cpu, &zero);
+		if (g && hs_gro_join(g, &p, ctx->ingress_ifindex, now, &seq, &pos)) {
+			/* the batch's own metadata: GRO merges it with the others */
+			hs_count(HS_C_GRO_JOINED);
+			hs_meta_set(meta, seq);
+			return XDP_PASS;
+		}
+	}
+	rec = hs_slot_take(now, &seq);
 	if (!rec) {
 		hs_count(HS_C_XDP_META_FAIL);
 		return XDP_PASS;
 	}
-	/* take the slot (hopscope.bpf.h, slot ownership): a packet still in it
-	 * is evicted, unless its own last stage releases it first */
-	old = HS_READ_ONCE(rec->seq);
-	out = old ? hs_emit_begin(rec, HS_ST_EVICTED, now) : NULL;
-	if (old && hs_emit_commit(rec, old, out, HS_ST_EVICTED))
-		hs_count(HS_C_EVICTED);
-	else if (!old)
-		/* free: still a full barrier, so the last owner's copy (made
-		 * before its release) is done before the stores below */
-		__sync_val_compare_and_swap(&rec->seq, 0, 0);
-
-	__builtin_memset(rec, 0, sizeof(*rec));
+	if (g)
+		hs_gro_start(g, rec, seq, pos);
 	rec->t[HS_T1] = now;
 	/* the key is for the records (a flight dump's too) and t0's match: an
 	 * aggregate run without t0 or flight recorder has neither, and saves
@@ -230,16 +235,12 @@ int hs_input(struct xdp_md *ctx)
 	if (cfg_hist != HS_HIST_AGGREGATE || hs_stage_on(HS_T0) || cfg_flight_n)
 		rec->key = hs_key_hash(&k);
 	rec->in_ifindex = ctx->ingress_ifindex;
-	rec->cpu_in = cpu;
+	rec->cpu_in = bpf_get_smp_processor_id();
 	hs_pkt_to_record(&p, rec);
 	if (hs_stage_on(HS_T0))
 		rec->t[HS_T0] = hs_arrival(rec->key, rec->in_ifindex, &rec->flags);
-	/* published last, fully ordered: a stage that matches seq sees the rest */
-	__sync_lock_test_and_set(&rec->seq, seq);
-
-	meta->seq = seq;
-	meta->magic = HS_META_MAGIC;
-	meta->pad = 0;
+	hs_slot_publish(rec, seq);
+	hs_meta_set(meta, seq);
 	if (hs_cost_sampled(seq))
 		hs_cost_note(seq, HS_T1, now);
 	return XDP_PASS;

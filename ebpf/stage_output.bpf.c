@@ -45,6 +45,11 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 		if (r == HS_NOMETA)
 			r = hs_gso_next(&rec, &seq);
 		piece = r != HS_NOMETA;
+	} else if (r == HS_FOUND && hs_pw_queued(HS_READ_ONCE(*hs_pieces_word(rec)))) {
+		/* a GSO segment that kept its packet's metadata (the packet
+		 * itself, cut, never reaches t4) */
+		hs_gso_took(seq);
+		piece = true;
 	}
 	switch (r) {
 	case HS_NOMETA:
@@ -62,7 +67,6 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	}
 	if (!piece && hs_tun_xmit(dev, rec, seq, now))
 		return 0;
-	hs_unfile(skb);
 	if (piece) {
 		bool last = hs_piece_out(rec, dev->ifindex, now, &first);
 
@@ -72,8 +76,10 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 			return 0;
 		hs_leave(rec, seq, HS_READ_ONCE(rec->t[HS_T4]), HS_READ_ONCE(rec->out_ifindex),
 			 HS_READ_ONCE(rec->cpu_out), now);
-	} else if (!hs_leave(rec, seq, now, dev->ifindex, bpf_get_smp_processor_id(), now)) {
-		return 0;
+	} else {
+		hs_by_skb_forget(skb);
+		if (!hs_leave(rec, seq, now, dev->ifindex, bpf_get_smp_processor_id(), now))
+			return 0;
 	}
 	/* after t4: in no delay, but what the probe costs the packet's sender */
 	if (hs_cost_sampled(seq)) {

@@ -53,8 +53,7 @@ int BPF_PROG(hs_consume, struct sk_buff *skb, void *location)
 	__u32 n;
 
 	HS_FLOOR_EXIT(0);
-	if (!skb->dev || !hs_dev_in_router(skb->dev) ||
-	    hs_find_meta(skb, &rec, &seq) != HS_FOUND)
+	if (!skb->dev || !hs_dev_in_router(skb->dev) || hs_find(skb, &rec, &seq) != HS_FOUND)
 		return 0;
 	c = hs_pieces_here();
 	if (!c)
@@ -74,6 +73,7 @@ int BPF_PROG(hs_consume, struct sk_buff *skb, void *location)
 	sh = hs_shinfo(skb);
 	if (!sh->gso_size)
 		return 0;
+	hs_by_skb_forget(skb);
 	/* a merged packet cut at its transmit: its segments reach the
 	 * driver next, here */
 	n = sh->gso_segs;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * t2 and t3: netfilter PRE_ROUTING at the earliest priority (routing starts)
- * and POST_ROUTING at the latest (routing done). Optional FORWARD stamp, and
+ * and POST_ROUTING at the latest (routing done), where NAT is done and its
+ * translation is read (nat.bpf.h). Optional FORWARD stamp, and
  * LOCAL_IN to retire packets addressed to the router itself, which are not
  * forwarded and must not be counted as lost (a tunnel's outer packets are
  * followed on, tunnel.bpf.h).
@@ -9,6 +10,8 @@
 #include "hopscope.bpf.h"
 #include "tunnel.bpf.h"
 #include "pieces.bpf.h"
+#include "gro.bpf.h"
+#include "nat.bpf.h"
 
 #define NF_ACCEPT 1
 
@@ -26,6 +29,11 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 		return NF_ACCEPT;
 	}
 	now = bpf_ktime_get_ns();
+	/* a later part of a batch GRO merged in parts: a record of its own */
+	if (cfg_gro && s == HS_T2 && hs_gro_later(ctx->skb, now)) {
+		hs_count(c_ok);
+		return NF_ACCEPT;
+	}
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
 		traced = true;
@@ -36,10 +44,13 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 		}
 		/* from PRE_ROUTING on, this skb is the packet (hs_drop) */
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
-		if (s == HS_T2)
+		if (s == HS_T2) {
 			hs_tap_note(ctx->skb, seq);
-		else
+			hs_gro_first(ctx->skb, rec, seq);
+		} else {
 			hs_pieces_open(ctx->skb, seq);
+			hs_nat_check(ctx->skb, rec, seq);
+		}
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))
 			hs_cost_note(seq, s, now);
@@ -96,7 +107,7 @@ int hs_localin(struct bpf_nf_ctx *ctx)
 		return NF_ACCEPT;
 	/* retired without a record: the slot is released like an emit's */
 	if (hs_release(rec, seq)) {
-		hs_unfile(ctx->skb);
+		hs_by_skb_forget(ctx->skb);
 		hs_count(HS_C_LOCAL);
 	}
 	return NF_ACCEPT;

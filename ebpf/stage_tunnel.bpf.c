@@ -53,7 +53,7 @@ int BPF_PROG(hs_tun_end, struct sk_buff *skb, void *location)
 		return 0;
 	rec = hs_tun_followed(skb, &seq);
 	if (rec && hs_release(rec, seq)) {
-		hs_unfile(skb);
+		hs_by_skb_forget(skb);
 		hs_count(HS_C_TUN_END);
 		hs_count(HS_C_LOCAL);
 	}

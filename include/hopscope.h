@@ -44,6 +44,10 @@
  * both counts once); BPF and the module hold this many per direction */
 #define HS_MAX_IFACES 16
 
+/* --gro keep (ebpf/gro.bpf.h): the t1 of this many (a power of 2) batched
+ * packets kept per CPU, far more than wait in GRO at once */
+#define HS_GRO_LOG_SHIFT 12
+
 /* X-macro helpers: the C side of every list below */
 #define HS_X_ENUM(id, val, name) id,
 #define HS_X_ENUM_VALUE(id, val, name) id = val,
@@ -280,13 +284,20 @@ struct hs_meta {
 	X(HS_C_OUT_PASS, 33, "out_pass")	/* start_xmit on a step to a traced output (bridge, bond, VLAN; ifb): passed by */ \
 	X(HS_C_XDP_AGAIN, 34, "xdp_again")	/* back at their input's XDP (an ifb's hand-back): kept their slot (in xdp_pkts) */ \
 	X(HS_C_PIECED, 35, "left_in_pieces")	/* records of packets that left as IP fragments or GSO segments (out_segs >= 2) */ \
-	X(HS_C_XDP_L3, 36, "xdp_l3")		/* frames of an input without a MAC header (GRE, IPIP, WireGuard, tun): read from their IP header (in xdp_pkts) */ \
-	X(HS_C_TUN_OUT, 37, "tun_out")		/* start_xmit on an output tunnel device: followed through the encapsulation, no record there */ \
-	X(HS_C_TUN_OUTER, 38, "tun_outer")	/* POST_ROUTING of such a packet's outer packet: t3 stays the inner packet's */ \
-	X(HS_C_TUN_FOLLOW, 39, "tun_follow")	/* outer packets of a tunnel at LOCAL_IN: followed into the tunnel, not retired */ \
-	X(HS_C_TUN_IN, 40, "tun_in")		/* followed outer packets taken up as inner packets on their tunnel device */ \
-	X(HS_C_TUN_END, 41, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */ \
-	X(HS_C_IN_NOMETA, 42, "in_nometa")	/* POST_ROUTING without a slot, in by a traced input or a tunnel over one hopscope does not follow: forwarded unrecorded */
+	X(HS_C_GRO_JOINED, 36, "gro_joined")	/* --gro keep: packets that joined a batch's slot at t1 (in xdp_pkts; in its record's segs) */ \
+	X(HS_C_GRO_SPLIT, 37, "gro_split")	/* --gro keep: records opened at t2 for a later part of a batch GRO merged in parts */ \
+	X(HS_C_GRO_LOST, 38, "gro_lost")	/* --gro keep: later parts of a split batch no record could be opened for */ \
+	X(HS_C_NAT, 39, "nat")			/* t3 found the packet's tuple changed by NAT (in post_pkts) */ \
+	X(HS_C_NAT_NEW, 40, "nat_new")		/* translations filed: a tuple's first packet NAT changed */ \
+	X(HS_C_NAT_CHANGED, 41, "nat_changed")	/* packets NAT changed otherwise than their tuple's filed translation */ \
+	X(HS_C_NAT_FULL, 42, "nat_full")	/* packets NAT changed whose translation found the map full: not filed */ \
+	X(HS_C_XDP_L3, 43, "xdp_l3")		/* frames of an input without a MAC header (GRE, IPIP, WireGuard, tun): read from their IP header (in xdp_pkts) */ \
+	X(HS_C_TUN_OUT, 44, "tun_out")		/* start_xmit on an output tunnel device: followed through the encapsulation, no record there */ \
+	X(HS_C_TUN_OUTER, 45, "tun_outer")	/* POST_ROUTING of such a packet's outer packet: t3 stays the inner packet's */ \
+	X(HS_C_TUN_FOLLOW, 46, "tun_follow")	/* outer packets of a tunnel at LOCAL_IN: followed into the tunnel, not retired */ \
+	X(HS_C_TUN_IN, 47, "tun_in")		/* followed outer packets taken up as inner packets on their tunnel device */ \
+	X(HS_C_TUN_END, 48, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */ \
+	X(HS_C_IN_NOMETA, 49, "in_nometa")	/* POST_ROUTING without a slot, in by a traced input or a tunnel over one hopscope does not follow: forwarded unrecorded */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)
@@ -294,6 +305,34 @@ enum hs_counter {
 };
 HS_COUNTER_LIST(HS_X_AT_PLACE)
 #define HS_COUNTER_NAMES { HS_COUNTER_LIST(HS_X_NAME) }
+
+/*
+ * NAT: t3 compares the packet's addresses and ports with the ones t1 read
+ * from the wire; where they differ it files the translation by the original
+ * tuple (ebpf/nat.bpf.h), and the recorder writes it into the file's flow
+ * table (hopscope_file.h, HS_FLOW_NAT). Ports only for TCP and UDP, as the
+ * record has them; addresses for every protocol.
+ */
+#define HS_NAT_MAX 65536	/* translations filed at most; later ones count in nat_full */
+
+struct hs_tuple {
+	__u8 family;		/* 4 or 6 */
+	__u8 proto;
+	__u16 sport;		/* host order */
+	__u16 dport;
+	__u16 pad;
+	__u32 saddr[4];		/* network order */
+	__u32 daddr[4];
+};
+
+/* a filed translation: the tuple NAT made of the key's, the packets it was
+ * seen on and the times a packet of the key was translated otherwise (the
+ * latest such tuple then replaces `to`) */
+struct hs_nat {
+	struct hs_tuple to;
+	__u64 packets;
+	__u64 changes;
+};
 
 /*
  * Probe cost: what the probes add to the delays they measure, sampled on the

@@ -56,17 +56,27 @@ struct hs_chunk {
  * table (counted in the trailer's userspace.flow_overflow) */
 #define HS_FLOW_NONE 0xffffffffu
 
-/* One 5-tuple; records name it by hs_record.flow. */
+/* hs_flow.kind: a flow records name, or the tuple NAT made of flow `id`
+ * (ids are the flows' alone; a translation item takes none) */
+#define HS_FLOW_TUPLE 0
+#define HS_FLOW_NAT 1
+/* a translation of a flow whose translation changed during the run, at least
+ * once before this item was written: which tuple a record had is unknown */
+#define HS_FLOW_NAT_CHANGED 2
+
+/* One 5-tuple; records name it by hs_record.flow. A flow's translation may
+ * come in later chunks than the flow, and again when it grew or changed: the
+ * last item of an id counts. */
 struct hs_flow {
 	__u32 id;
 	__u8 family;		/* 4 or 6 */
 	__u8 proto;
-	__u16 reserved;
+	__u16 kind;		/* HS_FLOW_TUPLE (0 in files before translations) */
 	__u16 sport;		/* host order */
 	__u16 dport;
 	__u32 saddr[4];		/* network order */
 	__u32 daddr[4];
-	__u32 pad;
+	__u32 packets;		/* translation: packets t3 saw it on so far (saturates); else 0 */
 };
 
 #endif

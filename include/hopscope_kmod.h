@@ -26,7 +26,9 @@
 					 * grew; the module never counts it);
 					 * 6: the probe cost's wider histogram;
 					 * 7: paths (partial, fast_path, out_pass);
-					 * 8: the record's 160 bytes (tunnels, pieces) */
+					 * 8: the record's 160 bytes (tunnels, pieces);
+					 * more counters (nat, pieces, GRO: the module
+					 * counts none of them) */
 #define HS_KMOD_MAX_SLOTS	(1u << 18)	/* all CPUs together: memory stays bounded */
 #define HS_KMOD_MAX_RING	(1u << 19)	/* records */
 

@@ -20,6 +20,8 @@ struct hs_iface {
 	bool is_out;		/* --out */
 	int xdp_mode;		/* XDP_FLAGS_SKB_MODE / XDP_FLAGS_DRV_MODE, for --in */
 	bool xdp_auto;		/* --xdp-mode auto: native may fall back to generic */
+	bool gro_keep;		/* --gro keep, here: its TCP batched for GRO (ebpf/gro.bpf.h) */
+	const char *gro_why;	/* why that, or why not, for the header */
 	const char *xdp_why;	/* why this mode, for the header */
 	/* what became of it during the run, seen once a second (ifwatch.c) */
 	int ifindexes[HS_IFINDEX_HISTORY];	/* every ifindex it had, [0] the header's */
@@ -73,6 +75,7 @@ struct hs_config {
 	int floor;			/* 0, HS_FLOOR_EMPTY or HS_FLOOR_CLOCK: nothing recorded */
 	int hist;			/* 0, HS_HIST_RECORDS or HS_HIST_AGGREGATE */
 	uint32_t sample_n;		/* --sample: trace 1 packet in this many (1: all) */
+	bool gro_keep;			/* --gro keep (hs_iface.gro_keep: where it applies) */
 	double cpu_budget;		/* --sample auto: % of one CPU for the probes; 0: fixed */
 	char *calibration;		/* --calibration: the file's JSON text, or NULL */
 	/* --flight (flight.c): records kept per CPU (0: off), what triggers */
@@ -83,6 +86,8 @@ struct hs_config {
 };
 
 typedef int (*hs_record_cb)(void *ctx, const struct hs_record *r);
+/* a NAT translation: the flow from (as t1 saw it) and what t3 found */
+typedef int (*hs_nat_cb)(void *ctx, const struct hs_tuple *from, const struct hs_nat *n);
 
 /* hooks that stamp no instant, beside enum hs_stage in hs_hook.stage */
 enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_PIECES, HS_HOOK_TUN_IN,
@@ -117,6 +122,9 @@ struct hs_backend {
 	/* the probe cost samples by stage, summed over CPUs (HS_NSTAGES values);
 	 * NULL: this backend does not sample them */
 	int (*cost)(struct hs_backend *b, struct hs_cost *out);
+	/* every NAT translation filed so far, to cb (include/hopscope.h, HS_NAT_MAX);
+	 * NULL: this backend does not record translations */
+	int (*nat)(struct hs_backend *b, hs_nat_cb cb, void *ctx);
 	/* cfg->ifaces[i] was re-created under a new ifindex (ifc->ifindex):
 	 * attach to it; NULL: this backend cannot (its probes keep the old one) */
 	int (*follow)(struct hs_backend *b, int i);

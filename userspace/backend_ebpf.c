@@ -388,6 +388,11 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	}
 	for (int i = 0; i < cfg->n_pass; i++)
 		s->bss->hs_pass_if[i] = cfg->pass_if[i];
+	for (int i = 0, n = 0; i < cfg->n_ifaces; i++)
+		if (cfg->ifaces[i].gro_keep) {
+			s->bss->hs_gro_if[n++] = cfg->ifaces[i].ifindex;
+			s->rodata->cfg_gro = 1;
+		}
 	for (int i = 0; i < cfg->n_tun; i++)
 		s->bss->hs_tun_if[i] = cfg->tun_if[i];
 	for (int i = 0; i < cfg->n_tun_ep; i++)
@@ -398,6 +403,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	bpf_map__set_max_entries(s->maps.cost_due, (__u32)ncpu << (shift - HS_COST_SAMPLE_SHIFT));
 	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);
 	bpf_map__set_max_entries(s->maps.ring_pos, ncpu);
+	bpf_map__set_max_entries(s->maps.gro_t1, (__u32)ncpu << HS_GRO_LOG_SHIFT);
 	autoload(cfg, s);
 	return 0;
 }
@@ -726,6 +732,31 @@ static int ebpf_counters(struct hs_backend *b, uint64_t *out)
 	sum[HS_C_PROG_MISSES] = recursion_misses(e);
 	memcpy(out, sum, sizeof(sum));
 	return 0;
+}
+
+/* every translation t3 filed, a batch of lookups at a time */
+static int ebpf_nat(struct hs_backend *b, hs_nat_cb cb, void *ctx)
+{
+	enum { BATCH = 256 };
+	struct ebpf *e = b->priv;
+	int fd = bpf_map__fd(e->skel->maps.nat), err = 0;
+	struct hs_tuple keys[BATCH];
+	struct hs_nat vals[BATCH];
+	__u64 batch;
+	bool more = true;
+
+	for (void *in = NULL; more && !err; in = &batch) {
+		__u32 n = BATCH;
+
+		if (bpf_map_lookup_batch(fd, in, &batch, keys, vals, &n, NULL)) {
+			if (errno != ENOENT)
+				return -errno;
+			more = false;	/* the last batch, n entries in it */
+		}
+		for (__u32 i = 0; i < n && !err; i++)
+			err = cb(ctx, &keys[i], &vals[i]);
+	}
+	return err;
 }
 
 static int ebpf_cost(struct hs_backend *b, struct hs_cost *out)
@@ -1083,6 +1114,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.poll = ebpf_poll,
 		.counters = ebpf_counters,
 		.cost = ebpf_cost,
+		.nat = ebpf_nat,
 		.hist = ebpf_hist,
 		.follow = ebpf_follow,
 		.sample = ebpf_sample,

@@ -158,6 +158,14 @@ static void dump_path(const struct hs_flight *f, char *path, size_t len)
 		 (unsigned long long)f->dumps + 1);
 }
 
+/* a translation, for a flow of the dump's records only */
+static int dump_nat(void *ctx, const struct hs_tuple *from, const struct hs_nat *n)
+{
+	struct hs_writer *w = ctx;
+
+	return hs_flows_nat(&w->flows, from, n, true, false);
+}
+
 /* the last N records kept, in t1 order, to their own file */
 static int dump(struct hs_flight *f)
 {
@@ -192,6 +200,9 @@ static int dump(struct hs_flight *f)
 		hs_path_name(f->cfg, &sel[i].r);
 		err = hs_writer_add(&w, &sel[i].r);
 	}
+	/* their flows' translations as the kernel has them now */
+	if (!err && f->b->nat)
+		err = f->b->nat(f->b, dump_nat, &w);
 	if (!err) {
 		end = f->end(f->ctx, &w);
 		err = end ? hs_writer_close(&w, end) : -ENOMEM;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* The run's flow table: 5-tuples by id, and the translations NAT made of them. */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include "flows.h"
@@ -12,14 +14,17 @@ int hs_flows_init(struct hs_flows *f, uint32_t max)
 	f->mask = 2 * f->cap - 1;
 	f->items = calloc(f->cap, sizeof(*f->items));
 	f->done_t1 = calloc(f->cap, sizeof(*f->done_t1));
+	f->nat_last = calloc(f->cap, sizeof(*f->nat_last));
 	f->index = calloc(f->mask + 1, sizeof(*f->index));
-	return f->items && f->done_t1 && f->index ? 0 : -ENOMEM;
+	return f->items && f->done_t1 && f->nat_last && f->index ? 0 : -ENOMEM;
 }
 
 void hs_flows_free(struct hs_flows *f)
 {
 	free(f->items);
 	free(f->done_t1);
+	free(f->nat_last);
+	free(f->nat);
 	free(f->index);
 	memset(f, 0, sizeof(*f));
 }
@@ -56,7 +61,7 @@ static int grow(struct hs_flows *f)
 	uint32_t cap = f->cap * 2, mask = 2 * cap - 1;
 	struct hs_flow *items = realloc(f->items, cap * sizeof(*items));
 	uint64_t *done_t1;
-	uint32_t *index;
+	uint32_t *index, *nat_last;
 
 	if (!items)
 		return -ENOMEM;
@@ -65,6 +70,11 @@ static int grow(struct hs_flows *f)
 	if (!done_t1)
 		return -ENOMEM;
 	f->done_t1 = done_t1;
+	nat_last = realloc(f->nat_last, cap * sizeof(*nat_last));
+	if (!nat_last)
+		return -ENOMEM;
+	memset(nat_last + f->cap, 0, (cap - f->cap) * sizeof(*nat_last));
+	f->nat_last = nat_last;
 	index = calloc(mask + 1, sizeof(*index));
 	if (!index)
 		return -ENOMEM;
@@ -82,19 +92,16 @@ static int grow(struct hs_flows *f)
 	return 0;
 }
 
-uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
+/* t's id, t added if new and add; HS_FLOW_NONE: not added (the table is full) */
+static uint32_t id_of(struct hs_flows *f, struct hs_flow t, bool add)
 {
-	struct hs_flow t;
 	uint32_t h;
 
-	tuple_of(&t, r);
 	for (h = tuple_hash(&t) & f->mask; f->index[h]; h = (h + 1) & f->mask)
 		if (same(&f->items[f->index[h] - 1], &t))
 			return f->index[h] - 1;
-	if (f->n >= f->max || (f->n == f->cap && grow(f))) {
-		f->overflow++;
+	if (!add || f->n >= f->max || (f->n == f->cap && grow(f)))
 		return HS_FLOW_NONE;
-	}
 	for (h = tuple_hash(&t) & f->mask; f->index[h]; h = (h + 1) & f->mask)
 		;
 	t.id = f->n;
@@ -102,4 +109,62 @@ uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
 	f->done_t1[f->n] = 0;
 	f->index[h] = ++f->n;
 	return t.id;
+}
+
+uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
+{
+	struct hs_flow t;
+	uint32_t id;
+
+	tuple_of(&t, r);
+	id = id_of(f, t, true);
+	f->overflow += id == HS_FLOW_NONE;
+	return id;
+}
+
+static void flow_of(struct hs_flow *t, const struct hs_tuple *from)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = from->family;
+	t->proto = from->proto;
+	t->sport = from->sport;
+	t->dport = from->dport;
+	memcpy(t->saddr, from->saddr, sizeof(t->saddr));
+	memcpy(t->daddr, from->daddr, sizeof(t->daddr));
+}
+
+int hs_flows_nat(struct hs_flows *f, const struct hs_tuple *from, const struct hs_nat *n,
+		 bool final, bool add)
+{
+	struct hs_flow from_t, to, *last;
+	uint32_t id;
+
+	flow_of(&from_t, from);
+	id = id_of(f, from_t, add);
+	if (id == HS_FLOW_NONE)	/* none of its records here, or they have no flow: counted */
+		return 0;
+	flow_of(&to, &n->to);
+	to.id = id;
+	to.kind = n->changes ? HS_FLOW_NAT_CHANGED : HS_FLOW_NAT;
+	to.packets = n->packets > UINT32_MAX ? UINT32_MAX : n->packets;
+	last = f->nat_last[id] ? &f->nat[f->nat_last[id] - 1] : NULL;
+	if (last && !memcmp(&last->family, &to.family, offsetof(struct hs_flow, packets) -
+			    offsetof(struct hs_flow, family)) &&
+	    (!final || last->packets == to.packets))
+		return 0;
+	if (f->nat_n == f->nat_cap) {
+		uint32_t cap = f->nat_cap ? 2 * f->nat_cap : 256;
+		struct hs_flow *items = realloc(f->nat, cap * sizeof(*items));
+
+		if (!items)
+			return -ENOMEM;
+		f->nat = items;
+		f->nat_cap = cap;
+	}
+	f->nat_flows += !last;
+	f->nat_changed += to.kind == HS_FLOW_NAT_CHANGED &&
+			  (!last || last->kind != HS_FLOW_NAT_CHANGED);
+	f->nat[f->nat_n++] = to;
+	f->nat_last[id] = f->nat_n;
+	return 0;
 }

@@ -116,6 +116,30 @@ int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode)
 	return 0;
 }
 
+int hs_ifaces_set_gro(struct hs_config *cfg)
+{
+	for (int i = 0; i < cfg->n_ifaces; i++) {
+		struct hs_iface *ifc = &cfg->ifaces[i];
+		struct ethtool_value gro = { .cmd = ETHTOOL_GGRO };
+
+		if (!ifc->is_in)
+			continue;
+		ifc->gro_keep = false;
+		if (!cfg->gro_keep)
+			ifc->gro_why = "off (--gro off: one record per wire packet)";
+		else if (ethtool(ifc->name, &gro) || !gro.data)
+			ifc->gro_why = "off: the device's GRO is off";
+		else if (ifc->xdp_mode != XDP_FLAGS_DRV_MODE)
+			/* generic XDP runs after GRO: merged skbs are traced whole there */
+			ifc->gro_why = "as the device does it: generic XDP runs after GRO";
+		else {
+			ifc->gro_keep = true;
+			ifc->gro_why = "keep (--gro keep)";
+		}
+	}
+	return 0;
+}
+
 static char *read_line(const char *fmt, const char *name)
 {
 	char path[256], buf[256];
@@ -248,6 +272,8 @@ void hs_ifaces_json(struct js *j, const struct hs_config *cfg)
 		js_str(j, "driver", ifc->driver[0] ? ifc->driver : NULL);
 		js_str(j, "xdp_mode", xdp_mode_name(ifc));
 		js_str(j, "xdp_mode_why", ifc->is_in ? ifc->xdp_why : NULL);
+		js_str(j, "gro", ifc->is_in ? ifc->gro_keep ? "keep" : "off" : NULL);
+		js_str(j, "gro_why", ifc->is_in ? ifc->gro_why : NULL);
 		js_str(j, "rps_cpus", rps);
 		js_u64(j, "mtu", mtu ? strtoul(mtu, NULL, 10) : 0);
 		if (!ethtool(ifc->name, &co)) {

@@ -10,6 +10,8 @@
 int hs_ifaces_add(struct hs_config *cfg, const char *list, int is_out);
 /* XDP mode per input: "auto" (native, generic on veth), "native" or "generic" */
 int hs_ifaces_set_xdp_mode(struct hs_config *cfg, const char *mode);
+/* --gro keep: the inputs where it applies (native XDP, GRO on); 0, or -errno */
+int hs_ifaces_set_gro(struct hs_config *cfg);
 /* one JSON object per interface: driver, mtu, rps_cpus, coalescing, qdisc, its
  * stack and fast paths; then "pass_ifaces" and "flowtables_known" */
 void hs_ifaces_json(struct js *j, const struct hs_config *cfg);

@@ -83,7 +83,7 @@ static const char doc[] =
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
 	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE, OPT_SNAPSHOT, OPT_COUNTERS_EVERY,
-	OPT_SAMPLE, OPT_CPU_BUDGET,
+	OPT_SAMPLE, OPT_CPU_BUDGET, OPT_GRO,
 };
 
 static const struct argp_option options[] = {
@@ -97,6 +97,9 @@ static const struct argp_option options[] = {
 	{ "xdp-mode", OPT_XDP, "MODE", 0, "auto (default: generic on veth, native elsewhere, "
 	  "generic where the driver refuses native or gives it no metadata room), native, "
 	  "generic" },
+	{ "gro", OPT_GRO, "MODE", 0, "off (default: one record per wire packet; GRO cannot "
+	  "merge what native XDP traced), or keep: GRO merges TCP on native-XDP inputs that have "
+	  "it on, as untraced, and a merged packet has one record counting its segments (segs)" },
 	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default "
 	  HS_STR(HS_SLOTS_DEFAULT) ")" },
 	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default 32)" },
@@ -237,6 +240,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (strcmp(arg, "auto") && strcmp(arg, "native") && strcmp(arg, "generic"))
 			argp_error(state, "--xdp-mode must be auto, native or generic, not '%s'", arg);
 		o->xdp_mode = arg;
+		break;
+	case OPT_GRO:
+		if (strcmp(arg, "off") && strcmp(arg, "keep"))
+			argp_error(state, "--gro must be off or keep, not '%s'", arg);
+		o->cfg.gro_keep = !strcmp(arg, "keep");
 		break;
 	case OPT_SLOTS: {
 		unsigned long n = strtoul(arg, &end, 10);
@@ -442,6 +450,8 @@ struct run {
 	int tx_err;
 	bool tx_read;	/* both read (a flight dump's END comes before the stop) */
 	uint64_t tx_unseen;
+	bool nat_final;		/* the stop's read of the translations */
+	int nat_err;		/* the last read of them failed */
 };
 
 /*
@@ -509,6 +519,29 @@ static void tx_json(struct run *run, struct js *j)
 	js_close(j, '}');
 }
 
+static int on_nat(void *ctx, const struct hs_tuple *from, const struct hs_nat *n)
+{
+	struct run *run = ctx;
+
+	return hs_flows_nat(&run->w.flows, from, n, run->nat_final, true);
+}
+
+/* the translations t3 filed, into the flow table before its next chunk;
+ * final: with their packets at the stop */
+static void read_nat(struct run *run, bool final)
+{
+	int err;
+
+	if (!run->b->nat)
+		return;
+	run->nat_final = final;
+	err = run->b->nat(run->b, on_nat, run);
+	if (err && (final || !run->nat_err))
+		fprintf(stderr, "\nhopscope: WARNING: cannot read the NAT translations: %s%s\n",
+			strerror(-err), final ? "" : " (will retry)");
+	run->nat_err = err;
+}
+
 /* w: the file the chunk is for, the run's or a flight dump's */
 static char *counters_json(struct run *run, struct hs_writer *w, const char *stop_reason)
 {
@@ -521,6 +554,8 @@ static char *counters_json(struct run *run, struct hs_writer *w, const char *sto
 		.records = w->written + w->nbuf,
 		.flows = w->flows.n,
 		.flow_overflow = w->flows.overflow,
+		.nat_flows = w->flows.nat_flows,
+		.nat_changed = w->flows.nat_changed,
 		.t4_unseen = w->t4_unseen,
 		.not_stored = w->not_stored,
 		.inflight_at_stop = run->inflight_at_stop,
@@ -594,6 +629,19 @@ static void live_line(struct run *run, double elapsed)
 		(unsigned long long)c[HS_C_EVICTED], (unsigned long long)c[HS_C_RB_FAIL]);
 }
 
+/* what the file cannot say of NAT: translations changed, or not filed */
+static void nat_warn(struct run *run)
+{
+	if (run->w.flows.nat_changed)
+		fprintf(stderr, "hopscope: WARNING: NAT changed the translation of %u flows "
+			"during the run: their records carry no translated tuple (hopscope "
+			"describe lists them)\n", run->w.flows.nat_changed);
+	if (run->counters[HS_C_NAT_FULL])
+		fprintf(stderr, "hopscope: WARNING: %llu packets NAT changed found the "
+			"translation map full (%d flows): their translation is not in the file\n",
+			(unsigned long long)run->counters[HS_C_NAT_FULL], HS_NAT_MAX);
+}
+
 static void summary(struct run *run, const char *path, const char *reason, double secs)
 {
 	const uint64_t *by = run->w.by_status;
@@ -607,8 +655,12 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 	if (run->w.complete_wire != run->w.complete)
 		fprintf(stderr, "\n  merged     wire_packets %llu in the complete records (GRO: their segs)",
 			(unsigned long long)run->w.complete_wire);
-	fprintf(stderr, "\n  flows      %u (overflow %llu)\n  counters  ", run->w.flows.n,
+	fprintf(stderr, "\n  flows      %u (overflow %llu)", run->w.flows.n,
 		(unsigned long long)run->w.flows.overflow);
+	if (run->w.flows.nat_flows)
+		fprintf(stderr, "\n  nat        %u flows translated, %llu packets",
+			run->w.flows.nat_flows, (unsigned long long)run->counters[HS_C_NAT]);
+	fprintf(stderr, "\n  counters  ");
 	for (int c = 0; c < HS_C_NCOUNTERS; c++)
 		fprintf(stderr, " %s %llu%s", hs_counter_names[c],
 			(unsigned long long)run->counters[c], c % 6 == 5 ? "\n           " : "");
@@ -622,6 +674,7 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)run->counters[HS_C_RB_FAIL],
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
+	nat_warn(run);
 	if (run->counters[HS_C_IN_NOMETA])
 		fprintf(stderr, "hopscope: WARNING: %llu packets that came in by a traced input were "
 			"forwarded without their record (counter in_nometa): a way in hopscope does "
@@ -693,6 +746,7 @@ static int record_loop(struct run *run, struct opts *o)
 			js = counters_json(run, &run->w, NULL);
 			snapshot(run, js, 0);
 			if (t - last_flush >= o->counters_every) {
+				read_nat(run, false);
 				run->err = hs_writer_flush(&run->w, js);
 				last_flush = t;
 			}
@@ -726,6 +780,7 @@ static int record_loop(struct run *run, struct opts *o)
 	run->inflight_at_stop = inflight > 0 ? (uint64_t)inflight : 0;
 
 	read_counters(run, 1);
+	read_nat(run, true);
 	if (run->flight)	/* its counts as the stop left them, for END */
 		hs_flight_tick(run->flight, 1);
 	js = counters_json(run, &run->w, reason);
@@ -823,7 +878,7 @@ int hs_cmd_record(int argc, char **argv)
 	hs_clock_facts_read(&clock);
 	if (hs_netns_enter(o.cfg.netns, &o.cfg.netns_inum) ||
 	    hs_ifaces_add(&o.cfg, o.in, 0) || hs_ifaces_add(&o.cfg, o.out, 1) ||
-	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode))
+	    hs_ifaces_set_xdp_mode(&o.cfg, o.xdp_mode) || hs_ifaces_set_gro(&o.cfg))
 		return 1;
 	err = hs_ifstack_check(&o.cfg);
 	if (err)

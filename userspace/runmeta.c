@@ -252,6 +252,8 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_str(j, "tracer_version", HS_VERSION);
 	js_u64(j, "key_hash", HS_KEY_HASH);
 	js_str(j, "backend", b->name);
+	/* false: a backend that does not read NAT's translations (the file has none) */
+	js_bool(j, "nat_translations", b->nat != NULL);
 	js_bool(j, "floor", cfg->floor);
 	js_bool(j, "floor_clock", cfg->floor == HS_FLOOR_CLOCK);
 	js_str(j, "command", js_text(&cmd) ? js_text(&cmd) : "");
@@ -369,6 +371,8 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs
 	js_close(j, '}');
 	js_u64(j, "flows", u->flows);
 	js_u64(j, "flow_overflow", u->flow_overflow);
+	js_u64(j, "nat_flows", u->nat_flows);
+	js_u64(j, "nat_changed", u->nat_changed);
 	js_u64(j, "t4_unseen", u->t4_unseen);
 	js_u64(j, "records_not_stored", u->not_stored);
 	js_u64(j, "inflight_at_stop", u->inflight_at_stop);

@@ -47,6 +47,8 @@ struct hs_userspace_counts {
 	uint64_t records;		/* records written or buffered */
 	uint64_t flows;
 	uint64_t flow_overflow;
+	uint64_t nat_flows;		/* flows with a NAT translation in the file */
+	uint64_t nat_changed;		/* of them, those whose translation changed */
 	uint64_t t4_unseen;		/* records flagged HS_F_T4_UNSEEN */
 	uint64_t not_stored;		/* records received but not in the file (write error) */
 	uint64_t inflight_at_stop;	/* packets in a slot at the stop (0 before it) */

@@ -159,6 +159,22 @@ int hs_writer_open(struct hs_writer *w, const char *path, const char *header_jso
 	return 0;
 }
 
+/* items[*written .. n) as a FLOWS chunk */
+static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_t n,
+		       uint32_t *written)
+{
+	int err;
+
+	if (n == *written)
+		return 0;
+	err = write_chunk(w, HS_CHUNK_FLOWS, n - *written, items + *written,
+			  (n - *written) * sizeof(*items));
+	if (err)
+		return fail(w, err);
+	*written = n;
+	return 0;
+}
+
 static int write_pending(struct hs_writer *w)
 {
 	struct hs_flows *f = &w->flows;
@@ -166,13 +182,11 @@ static int write_pending(struct hs_writer *w)
 
 	if (w->err)
 		return fail(w, w->err);
-	if (f->n > f->written) {
-		err = write_chunk(w, HS_CHUNK_FLOWS, f->n - f->written, f->items + f->written,
-				  (f->n - f->written) * sizeof(*f->items));
-		if (err)
-			return fail(w, err);
-		f->written = f->n;
-	}
+	/* translations after the flows they name */
+	err = write_flows(w, f->items, f->n, &f->written) ?:
+	      write_flows(w, f->nat, f->nat_n, &f->nat_written);
+	if (err)
+		return err;
 	if (w->nbuf) {
 		err = write_chunk(w, HS_CHUNK_RECORDS, w->nbuf, w->buf, w->nbuf * sizeof(*w->buf));
 		if (err)

@@ -75,9 +75,10 @@ class Recorder:
     """hopscope record (RECORD_ARGS[config]) on CPU1, attached until stopped."""
 
     extra = []  # --record-args
+    binary = HOPSCOPE  # another build's, to compare with (nat_cost.py)
 
     def __init__(self, config, path):
-        cmd = ["taskset", "-c", "1", HOPSCOPE, "record", "-n", PREFIX + "router",
+        cmd = ["taskset", "-c", "1", self.binary, "record", "-n", PREFIX + "router",
                "-i", "r-s1,r-s2", "-O", "r-rx", "-o", path, "--backend", "ebpf"] + self.extra
         cmd += RECORD_ARGS[config]
         # `ready` on the pipe once every link is in place; end of file: it failed

@@ -43,6 +43,8 @@ BASE = ["--in", "a", "--out", "b", "-o", "/nonexistent/never.hsr"]
     (["--xdp-mode=bogus"], "--xdp-mode"),
     (["--xdp-mode="], "--xdp-mode"),
     (["--floor=bogus"], "--floor"),
+    (["--gro=on"], "--gro"),
+    (["--gro="], "--gro"),
     (["--floor=clock", "--backend", "kmod"], "--floor=clock needs the eBPF backend"),
 ])
 def test_bad_values_are_refused_with_exit_2(args, option):

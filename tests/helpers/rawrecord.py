@@ -50,6 +50,9 @@ class Raw:
             assert reserved == 0
             assert zlib.crc32(data[start:start + header_bytes], zlib.crc32(data[:24])) == crc
         self.header = json.loads(data[start:start + header_bytes])
+        # the records are read into today's layout (RECORD), and written back so
+        if "record_size" in self.header:
+            self.header["record_size"] = RECORD.itemsize
         self.trailer, records, index, off = None, [], 0, start + header_bytes
         self.chunks = []  # [kind, payload]: RECORD array, FLOWS bytes, JSON as a dict
         while off < len(data):

@@ -21,7 +21,7 @@ FIELDS = {
                   "sport", "dport", "cpu_in", "cpu_out", "tos", "proto", "status",
                   "drop_stage", "flags", "path", "saddr", "daddr", "segs", "tun_in_ns", "tun_out_ns",
                   "t4_span_ns", "out_segs", "reserved"],
-    "hs_flow": ["id", "family", "proto", "reserved", "sport", "dport", "saddr", "daddr", "pad"],
+    "hs_flow": ["id", "family", "proto", "kind", "sport", "dport", "saddr", "daddr", "packets"],
     "hs_file_header": ["magic", "version", "record_size", "header_bytes", "endian",
                        "header_crc32", "reserved"],
     "hs_chunk": ["magic", "type", "count", "bytes", "crc32", "index"],

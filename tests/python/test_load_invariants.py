@@ -24,7 +24,7 @@ from hopscope.record.synth import write_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import COUNTERS, END, PATH, RECORD, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
+from rawrecord import COUNTERS, END, PATH, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
 
 DATA = ROOT / "tests" / "data"
 T4_UNSEEN, IPV6 = 0x80, 0x01
@@ -54,8 +54,6 @@ class File:
     def __init__(self, src):
         self.raw = Raw(src)
         self.header, self.chunks = self.raw.header, self.raw.chunks
-        # written back in today's record layout (Raw reads an older one into it)
-        self.header["record_size"] = RECORD.itemsize
         self.records = [p for k, p in self.chunks if k == RECORDS]
         self.end = next(p for k, p in self.chunks if k == END)
 

@@ -1,10 +1,12 @@
 """userspace/writer.c and json.c driven by a small C program (built with
 AddressSanitizer when the compiler has it): a disk that fills, an output path
-that is not a regular file or is being read, and text that is not UTF-8."""
+that is not a regular file or is being read, text that is not UTF-8, and
+NAT's translations in the flow table (flows.c)."""
 import json
 import mmap
 import os
 import subprocess
+import warnings
 
 import pytest
 
@@ -109,12 +111,73 @@ static int text(const char *path)
 	return 0;
 }
 
+static void tuple(struct hs_tuple *t, __u32 saddr)
+{
+	memset(t, 0, sizeof(*t));
+	t->family = 4;
+	t->proto = 17;
+	t->saddr[0] = saddr;
+	t->daddr[0] = 0x02031262;
+}
+
+/* a translation of the flow from saddr as one of the recorder's polls finds it */
+static int file(__u32 saddr, __u32 to, __u64 packets, __u64 changes, bool final, bool add)
+{
+	struct hs_nat n = { .packets = packets, .changes = changes };
+	struct hs_tuple from;
+
+	tuple(&from, saddr);
+	tuple(&n.to, to);
+	return hs_flows_nat(&w.flows, &from, &n, final, add);
+}
+
+/* 2000 flows (the table grows past its first 1024), translations filed as
+ * the recorder's polls find them: new, again, changed, unknown, and final */
+static int nat(const char *path)
+{
+	const __u32 flow0 = 0x0a000000, flow1500 = 0x0a000000 + 1500, none = 0x0b000000;
+	struct hs_record r;
+	int err;
+
+	if (hs_writer_open(&w, path, "{\"format\":\"hopscope-record\",\"nat_translations\":true}"))
+		return 1;
+	for (__u32 i = 0; i < 2000; i++) {
+		memset(&r, 0, sizeof(r));
+		r.saddr[0] = flow0 + i;
+		r.daddr[0] = 0x02031262;
+		r.proto = 17;
+		r.status = HS_ST_COMPLETE;
+		r.t[HS_T1] = 1000 + i, r.t[HS_T2] = 1001 + i, r.t[HS_T3] = 1002 + i, r.t[HS_T4] = 1003 + i;
+		r.seq = hs_seq(0, i + 1);
+		hs_writer_add(&w, &r);
+	}
+	/* more packets, same tuple: nothing new before the stop */
+	err = file(flow0, 0x01030000, 1, 0, false, true) ?:
+	      file(flow0, 0x01030000, 5, 0, false, true) ?:
+	      hs_writer_flush(&w, counts(NULL)) ?:
+	      file(flow1500, 0x01030001, 1, 0, false, true) ?:
+	      file(flow0, 0x01030002, 7, 1, false, true) ?:
+	      /* no record: kept only where flows are added */
+	      file(none, 0x01030002, 7, 0, true, false) ?:
+	      file(none, 0x01030002, 7, 0, false, true) ?:
+	      /* the stop: the final counts, where they grew */
+	      file(flow1500, 0x01030001, 1, 0, true, true) ?:
+	      file(flow0, 0x01030002, 9, 1, true, true) ?:
+	      hs_writer_close(&w, counts("signal"));
+	printf("%d %u %u %u %u\n", err, w.flows.nat_n, w.flows.nat_flows, w.flows.nat_changed,
+	       w.flows.n);
+	hs_writer_free(&w);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (!strcmp(argv[1], "full"))
 		return full(argv[2], atol(argv[3]), atoi(argv[4]), atoi(argv[5]));
 	if (!strcmp(argv[1], "text"))
 		return text(argv[2]);
+	if (!strcmp(argv[1], "nat"))
+		return nat(argv[2]);
 	if (!strcmp(argv[1], "open")) {	/* a file with n records, nothing else */
 		if (hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}"))
 			return 1;
@@ -206,3 +269,26 @@ def test_text_that_is_not_utf8_is_valid_json(harness, tmp_path):
         ("\ufffd", "ff"),
     ]
     assert (doc["cut2"], doc["cut3"], doc["cut4"], doc["cut5"]) == (2, 2, 2, 5)
+
+
+def test_nat_translations_new_changed_and_final(harness, tmp_path):
+    path = tmp_path / "nat.hsr"
+    out = _run(harness, "nat", path)
+    assert out.returncode == 0 and "AddressSanitizer" not in out.stderr, out.stderr
+    # items: flow 0 new, flow 1500 new, flow 0 changed, the unknown tuple
+    # (added with its flow), flow 0's final count; flow 1500's count did not grow
+    assert out.stdout.split() == ["0", "5", "3", "1", "2001"]
+    rf = hopscope.RecordFile(path)
+    assert [(int(i["id"]), int(i["kind"]), int(i["packets"])) for i in rf.nat] == \
+        [(0, 1, 1), (1500, 1, 1), (0, 2, 7), (2000, 1, 7), (0, 2, 9)]
+    assert len(rf.flows) == 2001 and not rf.problems
+    with warnings.catch_warnings():  # the harness's records name no interface
+        warnings.simplefilter("ignore", hopscope.RecordFileWarning)
+        df = hopscope.load(path)
+    assert not [p for p in df.attrs["problems"] if getattr(p, "kind", None) == "nat"]
+    src = df.nat_src.astype(object)
+    # network order: 0x01030001 in a little-endian word is 1.0.3.1
+    assert src[df.flow == 1500].tolist() == ["1.0.3.1"] and src.notna().sum() == 1
+    nat = {f["flow"]: f for f in df.attrs["nat"]["flows"]}
+    assert nat[0]["changed"] and nat[0]["packets"] == 9 and nat[0]["to"][0] == "2.0.3.1"
+    assert not nat[1500]["changed"] and nat[2000]["records"] == 0

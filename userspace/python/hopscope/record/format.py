@@ -29,6 +29,8 @@ ALIGN = 8  # every part of the file is padded to this
 # hs_record.flow of a record whose 5-tuple did not fit the recorder's flow
 # table; counted in the trailer's userspace.flow_overflow
 FLOW_NONE = h.FLOW_NONE
+# hs_flow.kind: a flow, or NAT's translation of flow `id` (record/nat.py)
+FLOW_TUPLE, FLOW_NAT, FLOW_NAT_CHANGED = h.FLOW_TUPLE, h.FLOW_NAT, h.FLOW_NAT_CHANGED
 
 # hopscope.h
 VERSION_MAJOR = h.VERSION_MAJOR
@@ -107,12 +109,12 @@ FLOW_DTYPE = _struct([
     ("id", "<u4", 0),
     ("family", "u1", 4),
     ("proto", "u1", 5),
-    ("reserved", "<u2", 6),
+    ("kind", "<u2", 6),
     ("sport", "<u2", 8),
     ("dport", "<u2", 10),
     ("saddr", ("u1", 16), 12),
     ("daddr", ("u1", 16), 28),
-    ("pad", "<u4", 44),
+    ("packets", "<u4", 44),
 ], 48)
 
 # struct hs_file_header (version 2 on; a version 1 header is its first 24 bytes)

@@ -6,12 +6,14 @@ VERSION = '0.1.0'
 VERSION_MAJOR = 1
 VERSION_MINOR = 1
 MAX_IFACES = 16
+GRO_LOG_SHIFT = 12
 RECORD_SIZE_V1 = 144
 SEQ_CPU_SHIFT = 48
 SEQ_COUNT_MASK = 0xffffffffffff
 RING_SLACK = 16
 META_MAGIC = 0x48537031
 META_UNSAMPLED = 0x48537530
+NAT_MAX = 65536
 COST_SAMPLE_SHIFT = 6
 COST_BUCKET_NS = 16
 COST_FINE = 64
@@ -41,6 +43,9 @@ CHUNK_FLOWS = 2
 CHUNK_COUNTERS = 3
 CHUNK_END = 4
 FLOW_NONE = 0xffffffff
+FLOW_TUPLE = 0
+FLOW_NAT = 1
+FLOW_NAT_CHANGED = 2
 
 # HS_STAGE_LIST: each entry's value under its id, then (id, value, name)
 T0 = 0
@@ -155,13 +160,20 @@ C_FAST = 32
 C_OUT_PASS = 33
 C_XDP_AGAIN = 34
 C_PIECED = 35
-C_XDP_L3 = 36
-C_TUN_OUT = 37
-C_TUN_OUTER = 38
-C_TUN_FOLLOW = 39
-C_TUN_IN = 40
-C_TUN_END = 41
-C_IN_NOMETA = 42
+C_GRO_JOINED = 36
+C_GRO_SPLIT = 37
+C_GRO_LOST = 38
+C_NAT = 39
+C_NAT_NEW = 40
+C_NAT_CHANGED = 41
+C_NAT_FULL = 42
+C_XDP_L3 = 43
+C_TUN_OUT = 44
+C_TUN_OUTER = 45
+C_TUN_FOLLOW = 46
+C_TUN_IN = 47
+C_TUN_END = 48
+C_IN_NOMETA = 49
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -199,13 +211,20 @@ COUNTER_LIST = (
     ('C_OUT_PASS', 33, 'out_pass'),
     ('C_XDP_AGAIN', 34, 'xdp_again'),
     ('C_PIECED', 35, 'left_in_pieces'),
-    ('C_XDP_L3', 36, 'xdp_l3'),
-    ('C_TUN_OUT', 37, 'tun_out'),
-    ('C_TUN_OUTER', 38, 'tun_outer'),
-    ('C_TUN_FOLLOW', 39, 'tun_follow'),
-    ('C_TUN_IN', 40, 'tun_in'),
-    ('C_TUN_END', 41, 'tun_end'),
-    ('C_IN_NOMETA', 42, 'in_nometa'),
+    ('C_GRO_JOINED', 36, 'gro_joined'),
+    ('C_GRO_SPLIT', 37, 'gro_split'),
+    ('C_GRO_LOST', 38, 'gro_lost'),
+    ('C_NAT', 39, 'nat'),
+    ('C_NAT_NEW', 40, 'nat_new'),
+    ('C_NAT_CHANGED', 41, 'nat_changed'),
+    ('C_NAT_FULL', 42, 'nat_full'),
+    ('C_XDP_L3', 43, 'xdp_l3'),
+    ('C_TUN_OUT', 44, 'tun_out'),
+    ('C_TUN_OUTER', 45, 'tun_outer'),
+    ('C_TUN_FOLLOW', 46, 'tun_follow'),
+    ('C_TUN_IN', 47, 'tun_in'),
+    ('C_TUN_END', 48, 'tun_end'),
+    ('C_IN_NOMETA', 49, 'in_nometa'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)

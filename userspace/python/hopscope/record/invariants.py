@@ -105,7 +105,7 @@ def _rule(key):
 class Problem(str):
     """A sentence of RecordFile.problems that names a class of violation of
     the file's invariants: kind ("time", "order", "status", "header", "counts",
-    "chunks"), count (None: the file as a whole), row and seq of the first
+    "chunks", "nat": nat.py), count (None: the file as a whole), row and seq of the first
     offending record (None when not a record)."""
 
     def __new__(cls, text, kind, count=None, row=None, seq=None):

@@ -14,7 +14,7 @@ import pandas as pd
 
 from . import format as fmt
 from .format import DELAYS
-from . import calibration, hist, invariants, sampling
+from . import calibration, hist, invariants, nat, sampling
 from .invariants import Rules, Tally
 from .probecost import check, delay_floors, floor_problems, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
@@ -135,6 +135,11 @@ def to_dataframe(rf):
                                                   validate=False)
         else:
             out[name] = cols.copied[name] if name in cols.copied else cols.derived[name]
+    nat_facts = nat.summary(rf, cols.copied["flow"], cols.copied["t3"])
+    out.update(nat.columns(nat_facts, cols.copied["flow"], cols.copied["t3"], len(rf.flows),
+                           cols.src_names + cols.dst_names))
+    if rf.verify:
+        problems += nat.problems(nat_facts, rf.trailer, "flight_dump" in rf.header)
     df = pd.DataFrame(out, copy=False)
     cal = rf.header.get("calibration")
     why = None if cal is None else calibration.check(cal)
@@ -154,6 +159,7 @@ def to_dataframe(rf):
                  histograms=hist.series(rf.counters),
                  hist_drops=hist.drops(rf.counters),
                  sampling=sampling.summary(rf.header, rf.counters),
+                 nat=nat_facts,
                  calibration=None if why else cal)
     df.attrs.update({k: _shared(v) for k, v in attrs.items()})
     return df

@@ -71,7 +71,9 @@ class RecordFile:
     records     list of record_dtype arrays, one per whole RECORDS chunk (views of the map)
     record_size the file's record size: fmt.RECORD_SIZE, or an older layout's
     record_dtype  its dtype (fmt.RECORD_DTYPES): an older one lacks the newer fields
-    flows       fmt.FLOW_DTYPE array, every whole FLOWS chunk in file order
+    flows       fmt.FLOW_DTYPE array, the flows of every whole FLOWS chunk in file order
+    nat         fmt.FLOW_DTYPE array, the NAT translations among them (kind not
+                FLOW_TUPLE), in file order: a flow's last one counts (record/nat.py)
     snapshots   COUNTERS chunk JSONs in file order
     trailer     the END chunk JSON, or None
     chunks      every whole chunk that was used
@@ -92,6 +94,7 @@ class RecordFile:
         self._records_seen = {}  # (CRC32, count, first record) -> its RECORDS chunk
         self.dropped_records = 0
         self.flows = np.zeros(0, dtype=fmt.FLOW_DTYPE)
+        self.nat = np.zeros(0, dtype=fmt.FLOW_DTYPE)
         self.trailer = None
         self.truncated = False
         self._map = self._open()
@@ -255,7 +258,11 @@ class RecordFile:
         if end_seen and off < size:
             self.problems.append(f"{size - off} bytes after the END chunk ignored")
         if flows:
-            self.flows = np.concatenate(flows)
+            items = np.concatenate(flows)
+            # NAT's translations share the FLOWS chunks: they name a flow by id
+            kind = items["kind"]
+            self.flows = items[kind == fmt.FLOW_TUPLE]
+            self.nat = items[kind != fmt.FLOW_TUPLE]
         if not end_seen and not self.truncated:
             self._stop("no END chunk: the recorder did not close the file "
                        "(killed, crashed or still running)")
@@ -479,6 +486,8 @@ def check_header(h):
         v = (h.get(k) or {}).get(s)
         if v is not None and not _int(v):
             return f"{k}.{s} is {_kind(v)}, expected an integer"
+    if h.get("nat_translations") is not None and not isinstance(h["nat_translations"], bool):
+        return f"'nat_translations' is {_kind(h['nat_translations'])}, expected true or false"
     for k in ("stages", "counter_names", "stage_names"):
         v = h.get(k)
         if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):

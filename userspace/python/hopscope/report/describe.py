@@ -7,7 +7,7 @@ import numpy as np
 
 from ..analysis import budget
 from ..record.hooks import hooks
-from ..record import format as fmt, hist, probecost
+from ..record import format as fmt, hist, nat, probecost
 from ..record.load import add_verify_options, load
 
 
@@ -27,7 +27,7 @@ def run(args, parser):
                                             "problems", "clock", "clock_problems",
                                             "cross_cpu", "probe_cost", "probe_floor",
                                             "calibration", "histograms", "hist_drops",
-                                            "sampling")},
+                                            "sampling", "nat")},
                          indent=2))
         return 0
     for label, text in describe(df):
@@ -108,6 +108,7 @@ def describe(df):
     out.append(("tos", ", ".join(f"{k}: {v}" for k, v in tos.items())))
     complete = df["status"] == "complete"
     out += path_lines(df, complete)
+    out += nat.lines(a["nat"])
     delays = budget.delays(df)
     rows = {r["delay"]: r for r in delays}
     # each path's delays apart: a fast path's packets never enter the stack's
