@@ -10,13 +10,16 @@
  * packet's flow and device, is that packet's next segment: the first stamps
  * t4 and emits the record, the others are counted out_segs. A merged skb
  * cut elsewhere (an MTU smaller than its segments: ip_finish_output_gso) is
- * followed the same way when its segments leave in order. Segments nobody
- * follows count as out_nometa and their record ends in flight or evicted:
- * counted, never lost.
+ * followed the same way when its segments leave in order. A packet the
+ * output's MTU makes into IP fragments is known at t3 (POST_ROUTING, before
+ * ip_fragment), with the count it will leave as: its fragments are told by
+ * their IP id and addresses. Pieces nobody follows count as out_nometa and
+ * their record ends in flight or evicted: counted, never lost.
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/tcp.h>
+#include <net/ip.h>
 #include "session.h"
 
 /* the packet's wire packets at t1 (0: one) */
@@ -52,12 +55,17 @@ static bool hs_tcp_seq(const struct sk_buff *skb, u8 proto, u32 *seq)
 }
 
 /* the segment is one of the waiting packet's: its addresses and ports, and
- * for TCP a sequence number within the packet's payload */
+ * for TCP a sequence number within the packet's payload; a fragment, its IP
+ * id and addresses */
 static bool hs_gso_match(const struct sk_buff *skb, const struct hs_gso_wait *w)
 {
 	const struct hs_record *r = &w->r;
 	__be16 ports[2];
 	u32 seq;
+
+	if (w->frag)
+		return skb->protocol == htons(ETH_P_IP) && ip_hdr(skb)->id == w->ip_id &&
+		       ip_hdr(skb)->saddr == w->saddr && ip_hdr(skb)->daddr == w->daddr;
 
 	if (r->flags & HS_F_IPV6) {
 		const struct ipv6hdr *ip6 = ipv6_hdr(skb);
@@ -78,6 +86,24 @@ static bool hs_gso_match(const struct sk_buff *skb, const struct hs_gso_wait *w)
 	    ntohs(ports[0]) != r->sport || ntohs(ports[1]) != r->dport)
 		return false;
 	return !w->seq_len || (hs_tcp_seq(skb, r->proto, &seq) && seq - w->seq_lo < w->seq_len);
+}
+
+/* w's pieces are awaited, after the others' */
+static void hs_gso_wait_for(struct hs_gso_queue *q, struct hs_gso_wait *w)
+{
+	unsigned long flags;
+
+	w->left = w->n;
+	spin_lock_irqsave(&q->lock, flags);
+	if (q->n == HS_GSO_WAIT) {
+		/* the oldest's pieces never came: its slot ends as in
+		 * flight or evicted */
+		hs_gso_at(q, 0)->left = 0;
+		hs_gso_trim(q);
+	}
+	*hs_gso_at(q, q->n) = *w;
+	WRITE_ONCE(q->n, q->n + 1);
+	spin_unlock_irqrestore(&q->lock, flags);
 }
 
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 3, 0)
@@ -107,20 +133,49 @@ void hs_probe_consume(void *data, struct sk_buff *skb)
 		return;
 	w.skb = skb;
 	w.ifindex = skb->dev->ifindex;
-	w.left = w.r.segs;
+	w.n = w.r.segs;
 	w.seq_len = 0;
+	w.frag = false;
 	if (hs_tcp_seq(skb, w.r.proto, &w.seq_lo))
 		w.seq_len = skb->len - skb_transport_offset(skb) - tcp_hdrlen(skb);
-	spin_lock_irqsave(&q->lock, flags);
-	if (q->n == HS_GSO_WAIT) {
-		/* the oldest's segments never came: its slot ends as in
-		 * flight or evicted */
-		hs_gso_at(q, 0)->left = 0;
-		hs_gso_trim(q);
-	}
-	*hs_gso_at(q, q->n) = w;
-	WRITE_ONCE(q->n, q->n + 1);
-	spin_unlock_irqrestore(&q->lock, flags);
+	hs_gso_wait_for(q, &w);
+}
+
+/*
+ * t3 of a traced packet: if the output's MTU will make it into IP fragments
+ * (ip_fragment's test; a packet with DF set is dropped there instead, and
+ * recorded so), wait for them, as many as ip_do_fragment cuts.
+ */
+void hs_frag_expect(struct hs_session *s, struct sk_buff *skb)
+{
+	struct hs_gso_wait w = { .frag = true };
+	const struct iphdr *ip;
+	unsigned int mtu, hlen, per;
+	struct hs_bucket *b;
+	struct hs_slot *slot;
+	unsigned long flags;
+
+	if (skb->protocol != htons(ETH_P_IP) || skb_is_gso(skb) || !skb_dst(skb) || !skb->dev)
+		return;
+	mtu = ip_skb_dst_mtu(NULL, skb);
+	ip = ip_hdr(skb);
+	hlen = ip->ihl * 4;
+	if (skb->len <= mtu || mtu <= hlen + 8 ||
+	    ((ip->frag_off & htons(IP_DF)) && !skb->ignore_df))
+		return;
+	per = (mtu - hlen) & ~7u;
+	slot = hs_slot_find(s, skb, &b, &flags);
+	if (!slot)
+		return;
+	w.r = slot->r;
+	hs_slot_unlock(b, flags);
+	w.skb = skb;
+	w.ifindex = skb->dev->ifindex;
+	w.n = DIV_ROUND_UP(skb->len - hlen, per);
+	w.ip_id = ip->id;
+	w.saddr = ip->saddr;
+	w.daddr = ip->daddr;
+	hs_gso_wait_for(&s->gso, &w);
 }
 
 /*
@@ -163,7 +218,7 @@ bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
 		spin_unlock_irqrestore(&q->lock, irq);
 		return false;
 	}
-	if (w->left == w->r.segs) {
+	if (w->left == w->n) {
 		struct hs_bucket *b;
 		struct hs_slot *slot;
 		unsigned long flags;
@@ -173,6 +228,8 @@ bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
 			slot->r.t[HS_T4] = now;
 			slot->r.out_ifindex = dev->ifindex;
 			slot->r.cpu_out = raw_smp_processor_id();
+			/* the rest are counted as they come: no span here */
+			slot->r.out_segs = w->n > 1 ? w->n : 0;
 			if (traced)
 				hs_count(s, HS_C_OUT_PKTS);
 			hs_slot_emit(s, slot, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT);

@@ -39,6 +39,8 @@ static unsigned int hs_nf_stamp(void *priv, struct sk_buff *skb, const struct nf
 	hs_count(s, h->hit);
 	if (hs_cost_sampled(seq))
 		hs_cost_add(s, h->stage, now);
+	if (h->stage == HS_T3)
+		hs_frag_expect(s, skb);
 	return NF_ACCEPT;
 }
 

@@ -58,8 +58,12 @@ struct hs_ring {
 struct hs_gso_wait {
 	const struct sk_buff *skb;	/* the merged skb's address: its slot's key */
 	int ifindex;			/* output device */
-	u32 left;			/* segments still to come; 0: let go */
+	u32 n;				/* its pieces */
+	u32 left;			/* pieces still to come; 0: let go */
 	u32 seq_lo, seq_len;		/* TCP: its payload's sequence numbers (0 long: not TCP) */
+	bool frag;			/* IP fragments: told by their IP id and addresses */
+	__be16 ip_id;
+	__be32 saddr, daddr;		/* as the fragments carry them (after NAT) */
 	struct hs_record r;		/* the slot's record at the consume: seq, flow, segs */
 };
 
@@ -225,6 +229,7 @@ void hs_probe_consume(void *data, struct sk_buff *skb);
 #endif
 bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
 		 const struct net_device *dev, bool traced, u64 now, u64 *seq);
+void hs_frag_expect(struct hs_session *s, struct sk_buff *skb);
 
 /* hooks_nf.c */
 int hs_nf_attach(struct hs_session *s);

@@ -340,7 +340,8 @@ static void autoload(struct hs_config *cfg, struct hopscope_bpf *s)
 }
 
 /* cfg->ifaces[i]'s ifindex where the programs look for it; the inputs
- * that redirect to an ifb listed anew (hs_again_if: no gap before its end) */
+ * that redirect to an ifb, and those whose TCP is batched for GRO, listed
+ * anew (hs_again_if, hs_gro_if: no gap before their end) */
 static void set_ifindex(struct ebpf *e, int i)
 {
 	const struct hs_iface *ifc = &e->cfg->ifaces[i];
@@ -356,6 +357,12 @@ static void set_ifindex(struct ebpf *e, int i)
 			s->bss->hs_again_if[n++] = e->cfg->ifaces[k].ifindex;
 	while (n < HS_MAX_IFACES)
 		s->bss->hs_again_if[n++] = 0;
+	n = 0;
+	for (int k = 0; k < e->cfg->n_ifaces; k++)
+		if (e->cfg->ifaces[k].gro_keep)
+			s->bss->hs_gro_if[n++] = e->cfg->ifaces[k].ifindex;
+	while (n < HS_MAX_IFACES)
+		s->bss->hs_gro_if[n++] = 0;
 }
 
 static int configure(struct ebpf *e, struct hs_config *cfg)
@@ -388,11 +395,9 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	}
 	for (int i = 0; i < cfg->n_pass; i++)
 		s->bss->hs_pass_if[i] = cfg->pass_if[i];
-	for (int i = 0, n = 0; i < cfg->n_ifaces; i++)
-		if (cfg->ifaces[i].gro_keep) {
-			s->bss->hs_gro_if[n++] = cfg->ifaces[i].ifindex;
+	for (int i = 0; i < cfg->n_ifaces; i++)
+		if (cfg->ifaces[i].gro_keep)
 			s->rodata->cfg_gro = 1;
-		}
 	for (int i = 0; i < cfg->n_tun; i++)
 		s->bss->hs_tun_if[i] = cfg->tun_if[i];
 	for (int i = 0; i < cfg->n_tun_ep; i++)

@@ -99,6 +99,26 @@ test_tap() {
 		"$(val "$hsread" complete)" = 1000 -a "$(val "$hsread" bad_order)" = 0
 }
 
+# the output's MTU below the datagrams (DF clear): each leaves as two IP
+# fragments, new skbs the module ties to their packet at t3 by IP id: one
+# complete record each, out_segs counting the second fragments
+test_fragments() {
+	in_ns router ip link set r-rx mtu 1000
+	$NS_EXEC receiver hs_udp sink 9003 >/tmp/sink9003.out &
+	fpid=$!
+	reader frag --port 9003
+	s=$(send 198.18.3.2 9003 500 1400 0 100 0)
+	sleep 1
+	reader_stop
+	kill -TERM $fpid
+	wait $fpid
+	in_ns router ip link set r-rx mtu 1500
+	got=$(sed -n 's/^received //p' /tmp/sink9003.out)
+	expect fragments "sent $s of 1400 B through MTU 1000, received $got: complete $(val "$hsread" complete), inflight $(val "$hsread" inflight), out_pkts $(val "$hscount" out_pkts), out_segs $(val "$hscount" out_segs), out_nometa $(val "$hscount" out_nometa)" \
+		"$(val "$hsread" complete)" = 500 -a "$got" = 500 -a "$(val "$hscount" out_segs)" = 500 -a \
+		"$(val "$hscount" out_nometa)" = 0
+}
+
 test_drops() {
 	reader drops --port 9000
 	s=$(send 198.18.9.1 9000 500)
@@ -327,7 +347,7 @@ expect loaded "$(dmesg | grep 'hopscope: ready' | tail -n 1)" -c /dev/hopscope
 expect device_mode "$(ls -l /dev/hopscope | cut -c1-10)" "$(ls -l /dev/hopscope | cut -c1-10)" = "crw-------"
 $NS_EXEC receiver hs_udp sink 9000 >/tmp/sink.out &
 sinkpid=$!
-for t in forwarding tap drops eviction ring_full privileges netns_gone unload_under_traffic; do
+for t in forwarding tap fragments drops eviction ring_full privileges netns_gone unload_under_traffic; do
 	echo "== $t"
 	test_$t
 done

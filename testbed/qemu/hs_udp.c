@@ -3,8 +3,9 @@
  * The QEMU guest's traffic: a UDP sender that sends an exact number of
  * datagrams (or until killed), and a sink that counts them. Static, no
  * dependencies: busybox has neither.
- *   hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]]   COUNT 0: until SIGTERM;
- *                                             GAP_US: pause after each datagram
+ *   hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US [DF]]]]   COUNT 0: until SIGTERM;
+ *                                             GAP_US: pause after each datagram;
+ *                                             DF 0: IPv4 with DF clear (a router fragments)
  *   hs_udp sink PORT [REPLIES]                counts until SIGTERM; answers the
  *                                             first REPLIES datagrams (a stateful
  *                                             firewall then sees the flow established)
@@ -40,7 +41,7 @@ static void on_signal(int sig)
 
 static int usage(void)
 {
-	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US]]] | hs_udp sink PORT [REPLIES] | "
+	fprintf(stderr, "usage: hs_udp send DST PORT COUNT [SIZE [TOS [GAP_US [DF]]]] | hs_udp sink PORT [REPLIES] | "
 		"hs_udp tap IFNAME | hs_udp tcpsend DST4 PORT BYTES | hs_udp tcpsink PORT\n");
 	return 2;
 }
@@ -55,6 +56,7 @@ static int do_send(int argc, char **argv)
 	int tos = argc > 6 ? atoi(argv[6]) : 0, fd, fam;
 	/* an emulated NIC drops what its ring cannot take: a gap keeps them in */
 	long gap_us = argc > 7 ? atol(argv[7]) : 0;
+	int df = argc > 8 ? atoi(argv[8]) : 1, pmtu = IP_PMTUDISC_DONT;
 	struct timespec gap = { gap_us / 1000000, gap_us % 1000000 * 1000 };
 	socklen_t len;
 	char buf[1500] = {};
@@ -78,7 +80,9 @@ static int do_send(int argc, char **argv)
 	fd = socket(fam, SOCK_DGRAM, 0);
 	if (fd < 0 ||
 	    (fam == AF_INET && setsockopt(fd, IPPROTO_IP, IP_TOS, &tos, sizeof(tos))) ||
-	    (fam == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos)))) {
+	    (fam == AF_INET6 && setsockopt(fd, IPPROTO_IPV6, IPV6_TCLASS, &tos, sizeof(tos))) ||
+	    (fam == AF_INET && !df &&
+	     setsockopt(fd, IPPROTO_IP, IP_MTU_DISCOVER, &pmtu, sizeof(pmtu)))) {
 		perror("hs_udp: socket");
 		return 1;
 	}

@@ -48,10 +48,12 @@ def test_calibrate_on_its_own_testbed(tmp_path):
     assert r.returncode == 0, r.stderr
     cal = json.loads(out.read_text())
     # 3 s at up to 1000 pps (fewer when the machine holds D-ITG back, as
-    # many as it sent): each of them received and recorded, 1 in 64 sampled
+    # many as it sent): each of them recorded, 1 in 64 sampled
     t = cal["traffic"]
     assert t["rate_pps"] == 1000 and 0 < t["sent"] <= 3000
-    assert t["received"] == t["sent"] and cal["records"] >= t["sent"]
+    # every packet sent recorded; D-ITG's receiver reads them after the
+    # router, and a busy machine may overflow its socket (not the router's)
+    assert 0 < t["received"] <= t["sent"] and cal["records"] >= t["sent"]
     check_calibration(cal, t["sent"] // 64 - 5)
     # packets paced ms apart find the router idle, some at the least however
     # the machine holds the sender back

@@ -5,9 +5,11 @@ slot and one seq, so their metadata is the same and GRO merges them; a
 merged packet has one record whose segs counts its wire packets, a batch
 GRO merged in parts has one record per part (gro_split), each with its own
 first packet's t1. Every wire packet is in exactly one record, against the
-XDP count and the router's interface counters; every segment that leaves
-is in a record or in out_segs. --gro off keeps one record per wire packet,
-as before, and the router handles every wire packet as its own skb."""
+XDP count and the router's interface counters. The output has TSO off, so
+a merged packet leaves as GSO segments cut in software: its record says how
+many (out_segs), and every segment is in a record or in out_segs. --gro off
+keeps one record per wire packet, as before, and the router handles every
+wire packet as its own skb."""
 import subprocess
 import time
 
@@ -25,6 +27,8 @@ def gro_in(tb):
     tb.up()
     ipv4_only()
     ns("router", "ethtool", "-K", "r-s1", "gro", "on")
+    # software GSO on the way out: a merged packet is cut into its segments
+    ns("router", "ethtool", "-K", "r-rx", "tso", "off")
 
 
 def forwarded_skbs():
@@ -77,6 +81,10 @@ def test_gro_keep_merges_and_every_segment_is_in_one_record(recorder, gro_in):
     assert wire_out == wire_in, (wire_out, wire_in)
     assert c["out_pkts"] + c["out_segs"] + c["out_nometa"] == wire_out, c
     assert c["out_nometa"] == 0, c
+    cut = df[(df.status == "complete") & (df.out_segs > 1)]
+    assert len(cut) and c["left_in_pieces"] == len(cut), (len(cut), c)
+    assert (cut.out_segs == cut.segs).all(), cut[["segs", "out_segs"]]
+    assert c["out_segs"] == int((cut.out_segs - 1).sum()), c
 
 
 def test_gro_off_is_one_record_per_wire_packet(recorder, gro_in):
