@@ -102,8 +102,10 @@ HS_EXTERN struct {
  * head. PRE_ROUTING files such a packet here (only when its head is shared,
  * so untapped traffic never pays a hash update); the later stages look here
  * when they find no metadata, once hs_tapped says there is anything to find.
- * Entries are left to the LRU: one whose packet left points at a slot whose
- * seq moved on, which is stale.
+ * A packet whose MAC header moves on the way (an L3 device, a tunnel) is
+ * filed too (tunnel.bpf.h). The stage that emits a record deletes its
+ * packet's entry; an entry left over (a packet retired where nothing
+ * deletes it) points at a slot whose seq moved on, which is stale.
  */
 HS_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -597,8 +599,8 @@ static __always_inline bool hs_gro_part(const struct sk_buff *skb, enum hs_find 
 	return r == HS_STALE || (r == HS_FOUND && rec->t[HS_T2] && rec->flow != hs_skb_id(skb));
 }
 
-/* The packet's slot: through its metadata, or, where a copied head lost it
- * (or it is part of a split batch), by_skb. */
+/* The packet's slot: through its metadata, or, where a copied head lost it,
+ * the MAC header moved (tunnel.bpf.h) or it is part of a split batch, by_skb. */
 static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 					    struct hs_record **rec, __u64 *seq)
 {
@@ -610,13 +612,15 @@ static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 	if (hs_gro_part(skb, r, *rec)) {
 		if (!hs_tapped)
 			return r == HS_STALE ? r : HS_NOMETA;
-	} else if (r != HS_NOMETA || !hs_tapped) {
+	} else if ((r != HS_NOMETA && r != HS_STALE) || !hs_tapped) {
+		/* stale too: where encapsulation moved the MAC header, the
+		 * bytes in front of it may be an older packet's metadata */
 		return r;
 	}
 	addr = hs_skb_addr(skb);
 	sq = bpf_map_lookup_elem(&by_skb, &addr);
 	if (!sq)
-		return HS_NOMETA;
+		return r == HS_STALE ? r : HS_NOMETA;
 	if (*sq == HS_SEQ_UNSAMPLED)
 		return HS_UNSAMPLED;
 	*seq = *sq;
@@ -626,34 +630,37 @@ static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 	return HS_FOUND;
 }
 
+/* skb into by_skb under seq (or HS_SEQ_UNSAMPLED for a packet --sample left
+ * out). A tap holds a copy of the packet's head: forwarding will copy the
+ * head, and lose the metadata with it, so PRE_ROUTING files a shared one. */
+static __always_inline void hs_file(const struct sk_buff *skb, __u64 seq)
+{
+	__u64 addr = hs_skb_addr(skb);
+
+	if (!bpf_map_update_elem(&by_skb, &addr, &seq, BPF_ANY) && !hs_tapped)
+		hs_tapped = 1;
+}
+
 /*
- * --gro keep: an skb whose packet leaves (handed over whole, cut into
- * segments, dropped) lets its by_skb entry go, if it had one: its address is
+ * An skb whose packet leaves (handed over whole, cut into segments,
+ * dropped, retired) lets its by_skb entry go, if it had one: its address is
  * soon another skb's, which must not find the entry (a split batch's parts
- * are filed there, hs_gro_later).
+ * are filed there, hs_gro_later; a packet followed through a tunnel).
  */
 static __always_inline void hs_by_skb_forget(const struct sk_buff *skb)
 {
 	__u64 addr;
 
-	if (!cfg_gro || !hs_tapped)
+	if (!hs_tapped)
 		return;
 	addr = hs_skb_addr(skb);
 	bpf_map_delete_elem(&by_skb, &addr);
 }
 
-/* A tap holds a copy of the packet's head: forwarding will copy the head,
- * and lose the metadata with it, so PRE_ROUTING files the skb in by_skb
- * (seq, or HS_SEQ_UNSAMPLED for a packet --sample left out). */
 static __always_inline void hs_tap_note(const struct sk_buff *skb, __u64 seq)
 {
-	__u64 addr;
-
-	if (!hs_head_shared(skb))
-		return;
-	addr = hs_skb_addr(skb);
-	if (!bpf_map_update_elem(&by_skb, &addr, &seq, BPF_ANY) && !hs_tapped)
-		hs_tapped = 1;
+	if (hs_head_shared(skb))
+		hs_file(skb, seq);
 }
 
 /*

@@ -11,11 +11,14 @@
 
 #include "hopscope.bpf.h"
 #include "pieces.bpf.h"
+#include "tunnel.bpf.h"
 
 /*
  * rec (seq) leaves: handed over at t4 to ifindex on cpu (a packet in pieces:
  * its first piece's, in the slot); now: the instant this program stamped.
- * False: evicted meanwhile, recorded as that.
+ * Out of an underlay, a packet that passed its tunnel leaves by the
+ * tunnel when only that is in --out. False: evicted meanwhile, recorded as
+ * that.
  */
 static __always_inline bool hs_leave(struct hs_record *rec, __u64 seq, __u64 t4, __u32 ifindex,
 				     __u32 cpu, __u64 now)
@@ -26,11 +29,13 @@ static __always_inline bool hs_leave(struct hs_record *rec, __u64 seq, __u64 t4,
 	__u8 tos = 0, status = HS_ST_OTHER_OUT, path = HS_PATH_STACK;
 	bool pieces;
 
+	if (out_pos < 0)
+		out_pos = hs_tun_traced(rec, seq, &ifindex);
 	if (out_pos >= 0) {
 		bool t2 = rec->t[HS_T2], t3 = rec->t[HS_T3];
 
 		status = t2 == t3 ? HS_ST_COMPLETE : HS_ST_PARTIAL;
-		path = t2 || t3 ? HS_PATH_STACK : HS_PATH_NO_NF;
+		path = hs_tun_path(rec, t2 || t3 ? HS_PATH_STACK : HS_PATH_NO_NF);
 	}
 	pieces = hs_pw_queued(HS_READ_ONCE(*hs_pieces_word(rec)));
 	/* what t4 adds goes into the copy: the slot may change hands meanwhile */
@@ -59,7 +64,7 @@ static __always_inline bool hs_leave(struct hs_record *rec, __u64 seq, __u64 t4,
 	if (status == HS_ST_COMPLETE) {
 		hs_count(HS_C_OUT_PKTS);
 		hs_count(HS_C_COMPLETE);
-		if (path != HS_PATH_STACK)
+		if (path == HS_PATH_NO_NF)
 			hs_count(HS_C_FAST);
 		if (cfg_hist)
 			hs_hist_packet(t, out_pos, tos, path);

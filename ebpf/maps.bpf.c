@@ -2,6 +2,7 @@
 /* The one definition of every map and setting the stages share. */
 #define HS_DEFINE_MAPS
 #include "hopscope.bpf.h"
+#include "tunnel.bpf.h"
 #include "pieces.bpf.h"
 #include "gro.bpf.h"
 #include "nat.bpf.h"

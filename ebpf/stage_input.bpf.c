@@ -6,6 +6,7 @@
  */
 #include "hopscope.bpf.h"
 #include "parse.bpf.h"
+#include "tunnel.bpf.h"
 #include "gro.bpf.h"
 
 /* adjust_meta's refusals by input ifindex: a driver that runs native XDP but
@@ -186,7 +187,7 @@ int hs_input(struct xdp_md *ctx)
 	if (hs_skip(HS_READ_ONCE(hs_sample_n)))
 		return hs_unsampled(ctx);
 	now = bpf_ktime_get_ns();
-	r = hs_parse(&src, 0, 0, &k, &p);
+	r = hs_parse(&src, 0, hs_xdp_l3(ctx, &src), &k, &p);
 	if (r) {
 		hs_count(r == -1 ? HS_C_XDP_NONIP : HS_C_XDP_TRUNC);
 		return XDP_PASS;

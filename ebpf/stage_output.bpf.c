@@ -5,11 +5,13 @@
  * (leave.bpf.h), and (--histograms, --aggregate) adds its delays to its
  * series' histograms. A piece of a packet cut into several (pieces.bpf.h)
  * is counted, and the last one emits. A step on the way to a traced output
- * (its bridge, bond or VLAN upper; an ifb) is passed by.
+ * (its bridge, bond or VLAN upper; an ifb) is passed by; a tunnel device's
+ * is followed to its underlay's (tunnel.bpf.h).
  */
 #include "hopscope.bpf.h"
 #include "leave.bpf.h"
 #include "netns.bpf.h"
+#include "tunnel.bpf.h"
 
 SEC("tp_btf/net_dev_start_xmit")
 int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
@@ -63,6 +65,8 @@ int BPF_PROG(hs_output, const struct sk_buff *skb, const struct net_device *dev)
 	case HS_FOUND:
 		break;
 	}
+	if (!piece && hs_tun_xmit(dev, rec, seq, now))
+		return 0;
 	if (piece) {
 		bool last = hs_piece_out(rec, dev->ifindex, now, &first);
 

@@ -4,9 +4,11 @@
  * and POST_ROUTING at the latest (routing done), where NAT is done and its
  * translation is read (nat.bpf.h). Optional FORWARD stamp, and
  * LOCAL_IN to retire packets addressed to the router itself, which are not
- * forwarded and must not be counted as lost.
+ * forwarded and must not be counted as lost (a tunnel's outer packets are
+ * followed on, tunnel.bpf.h).
  */
 #include "hopscope.bpf.h"
+#include "tunnel.bpf.h"
 #include "pieces.bpf.h"
 #include "gro.bpf.h"
 #include "nat.bpf.h"
@@ -34,6 +36,12 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 	}
 	switch (hs_find(ctx->skb, &rec, &seq)) {
 	case HS_FOUND:
+		traced = true;
+		if (s == HS_T3 && !hs_tun_post(ctx, rec, seq)) {
+			/* the outer packet: its pieces, if any, are the packet's */
+			hs_pieces_open(ctx->skb, seq);
+			break;
+		}
 		/* from PRE_ROUTING on, this skb is the packet (hs_drop) */
 		hs_stamp_slot(rec, seq, s, now, s == HS_T2 ? hs_skb_id(ctx->skb) : 0);
 		if (s == HS_T2) {
@@ -43,16 +51,19 @@ static __always_inline int hs_route_stamp(struct bpf_nf_ctx *ctx, enum hs_stage 
 			hs_pieces_open(ctx->skb, seq);
 			hs_nat_check(ctx->skb, rec, seq);
 		}
-		traced = true;
 		hs_count(c_ok);
 		if (hs_cost_sampled(seq))
 			hs_cost_note(seq, s, now);
 		break;
 	case HS_NOMETA:
 		hs_count(c_nometa);
+		if (s == HS_T3)
+			hs_tun_lost(ctx->skb);
 		break;
 	case HS_STALE:
 		hs_count(HS_C_STALE);
+		if (s == HS_T3)
+			hs_tun_lost(ctx->skb);
 		break;
 	case HS_UNSAMPLED:
 		/* no loss: left out at t1 (its tap copy is passed by too) */
@@ -92,8 +103,12 @@ int hs_localin(struct bpf_nf_ctx *ctx)
 	__u64 seq;
 
 	HS_FLOOR_EXIT(NF_ACCEPT);
+	if (hs_find(ctx->skb, &rec, &seq) != HS_FOUND || hs_tun_follow(ctx->skb, seq))
+		return NF_ACCEPT;
 	/* retired without a record: the slot is released like an emit's */
-	if (hs_find(ctx->skb, &rec, &seq) == HS_FOUND && hs_release(rec, seq))
+	if (hs_release(rec, seq)) {
+		hs_by_skb_forget(ctx->skb);
 		hs_count(HS_C_LOCAL);
+	}
 	return NF_ACCEPT;
 }

@@ -130,7 +130,8 @@ enum hs_flag {
 	X(HS_PATH_FLOWTABLE, 2, "flowtable")	/* nftables flowtable, at the input's netdev ingress */ \
 	X(HS_PATH_TC_REDIRECT, 3, "tc_redirect")	/* a tc ingress program's redirect (bpf_redirect_neigh) */ \
 	X(HS_PATH_BRIDGE_NF, 4, "bridge_netfilter")	/* in by a bridge port whose bridge calls ip(6)tables: t2 inside the bridge */ \
-	X(HS_PATH_IFB, 5, "ifb")		/* in through an ifb (ingress shaping): d_iq holds the ifb's queue */
+	X(HS_PATH_IFB, 5, "ifb")		/* in through an ifb (ingress shaping): d_iq holds the ifb's queue */ \
+	X(HS_PATH_TUNNEL, 6, "tunnel")		/* in or out by a tunnel (tun_in_ns, tun_out_ns): d_iq holds the decapsulation, d_oq the encapsulation and the underlay's queue */
 
 enum hs_path {
 	HS_PATH_LIST(HS_X_ENUM)
@@ -289,7 +290,14 @@ struct hs_meta {
 	X(HS_C_NAT, 39, "nat")			/* t3 found the packet's tuple changed by NAT (in post_pkts) */ \
 	X(HS_C_NAT_NEW, 40, "nat_new")		/* translations filed: a tuple's first packet NAT changed */ \
 	X(HS_C_NAT_CHANGED, 41, "nat_changed")	/* packets NAT changed otherwise than their tuple's filed translation */ \
-	X(HS_C_NAT_FULL, 42, "nat_full")	/* packets NAT changed whose translation found the map full: not filed */
+	X(HS_C_NAT_FULL, 42, "nat_full")	/* packets NAT changed whose translation found the map full: not filed */ \
+	X(HS_C_XDP_L3, 43, "xdp_l3")		/* frames of an input without a MAC header (GRE, IPIP, WireGuard, tun): read from their IP header (in xdp_pkts) */ \
+	X(HS_C_TUN_OUT, 44, "tun_out")		/* start_xmit on an output tunnel device: followed through the encapsulation, no record there */ \
+	X(HS_C_TUN_OUTER, 45, "tun_outer")	/* POST_ROUTING of such a packet's outer packet: t3 stays the inner packet's */ \
+	X(HS_C_TUN_FOLLOW, 46, "tun_follow")	/* outer packets of a tunnel at LOCAL_IN: followed into the tunnel, not retired */ \
+	X(HS_C_TUN_IN, 47, "tun_in")		/* followed outer packets taken up as inner packets on their tunnel device */ \
+	X(HS_C_TUN_END, 48, "tun_end")		/* followed outer packets the router consumed (a handshake, a keepalive): in local */ \
+	X(HS_C_IN_NOMETA, 49, "in_nometa")	/* POST_ROUTING without a slot, in by a traced input or a tunnel over one hopscope does not follow: forwarded unrecorded */
 
 enum hs_counter {
 	HS_COUNTER_LIST(HS_X_ENUM)

@@ -19,7 +19,7 @@
 #include "hopscope.h"
 
 #define HS_KMOD_DEVICE		"/dev/hopscope"
-#define HS_KMOD_ABI		8	/* 2: HS_IOC_COST; 3: out_segs, GSO followed;
+#define HS_KMOD_ABI		9	/* 2: HS_IOC_COST; 3: out_segs, GSO followed;
 					 * 4: HS_KMOD_F_FLOOR, which an older module
 					 * refuses as a bad config, not as its ABI;
 					 * 5: the unsampled counter (HS_IOC_COUNTERS
@@ -28,7 +28,9 @@
 					 * 7: paths (partial, fast_path, out_pass);
 					 * 8: the record's 160 bytes (tunnels, pieces);
 					 * more counters (nat, pieces, GRO: the module
-					 * counts none of them) */
+					 * counts none of them);
+					 * 9: the tunnels' counters (HS_IOC_COUNTERS
+					 * grew; the module follows no tunnel) */
 #define HS_KMOD_MAX_SLOTS	(1u << 18)	/* all CPUs together: memory stays bounded */
 #define HS_KMOD_MAX_RING	(1u << 19)	/* records */
 

@@ -37,7 +37,7 @@ if [ "$FORCE" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; th
 	apt-get update -q || true
 	apt-get install -y -q --no-install-recommends \
 		clang llvm make gcc pkg-config libelf-dev zlib1g-dev \
-		iproute2 ethtool iputils-ping jq iperf3 d-itg tcpdump nftables procps psmisc util-linux \
+		iproute2 ethtool iputils-ping jq iperf3 d-itg tcpdump nftables wireguard-tools procps psmisc util-linux \
 		python3 python3-venv poppler-utils man-db openjdk-17-jre-headless \
 		qemu-system-x86 busybox-static cpio xz-utils kmod
 	apt-get install -y -q --no-install-recommends -t bookworm-backports libbpf-dev bpftool

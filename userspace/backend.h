@@ -57,6 +57,17 @@ struct hs_config {
 	uint32_t pass_if[HS_MAX_IFACES];
 	char pass_name[HS_MAX_IFACES][32];
 	int n_pass;
+	/* the tunnel devices followed (their underlay in this netns), and the
+	 * outer packets followed into them: protocol << 16 | UDP port (0:
+	 * a protocol of their own); ebpf/tunnel.bpf.h */
+	uint32_t tun_if[HS_MAX_IFACES];
+	int n_tun;
+	uint32_t tun_ep[HS_MAX_IFACES];
+	int n_tun_ep;
+	/* tunnels over an input that are not followed: their packets are
+	 * counted (in_nometa) where they reach POST_ROUTING */
+	uint32_t lost_if[HS_MAX_IFACES];
+	int n_lost;
 	bool flowtables_known;		/* nft listed the netns's flowtables (HS_IFP_FLOWTABLE) */
 	uint32_t slots_per_cpu;		/* power of two */
 	uint64_t ringbuf_bytes;
@@ -79,15 +90,17 @@ typedef int (*hs_record_cb)(void *ctx, const struct hs_record *r);
 typedef int (*hs_nat_cb)(void *ctx, const struct hs_tuple *from, const struct hs_nat *n);
 
 /* hooks that stamp no instant, beside enum hs_stage in hs_hook.stage */
-enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_PIECES, HS_HOOK_NKINDS };
+enum { HS_HOOK_LOCAL_IN = HS_NSTAGES, HS_HOOK_DROP, HS_HOOK_PIECES, HS_HOOK_TUN_IN,
+       HS_HOOK_TUN_END, HS_HOOK_NKINDS };
 /* their names in the header's "hooks", from HS_HOOK_LOCAL_IN on */
-#define HS_HOOK_NAMES { "local_in", "drop", "pieces" }
+#define HS_HOOK_NAMES { "local_in", "drop", "pieces", "tun_in", "tun_end" }
 
 /* How one probe is attached; the record file's header lists them as "hooks"
  * (docs/record-format.md), the same shape for every backend. */
 struct hs_hook {
 	int stage;		/* enum hs_stage, or a hook that stamps none (HS_HOOK_*):
-				 * LOCAL_IN, drops, a packet's pieces on the way out */
+				 * LOCAL_IN, drops, a packet's pieces on the way out,
+				 * a tunnel's inner packet, its outer one's end */
 	const char *hook;	/* what it attaches to, libbpf's section spelling: "xdp",
 				 * "tcx/ingress", "netfilter/PRE_ROUTING",
 				 * "tp_btf/net_dev_start_xmit", "tracepoint/net/netif_rx" */

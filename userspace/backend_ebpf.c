@@ -334,6 +334,9 @@ static void autoload(struct hs_config *cfg, struct hopscope_bpf *s)
 	bpf_program__set_autoload(s->progs.hs_forward, cfg->stages & HS_STAGE_BIT(HS_FWD));
 	bpf_program__set_autoload(s->progs.hs_tc_egress, cfg->stages & HS_STAGE_BIT(HS_TCEG));
 	bpf_program__set_autoload(s->progs.hs_drop, cfg->drops);
+	/* only where outer packets are followed into a tunnel */
+	bpf_program__set_autoload(s->progs.hs_tun_rx, cfg->n_tun_ep);
+	bpf_program__set_autoload(s->progs.hs_tun_end, cfg->n_tun_ep);
 }
 
 /* cfg->ifaces[i]'s ifindex where the programs look for it; the inputs
@@ -395,6 +398,12 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	for (int i = 0; i < cfg->n_ifaces; i++)
 		if (cfg->ifaces[i].gro_keep)
 			s->rodata->cfg_gro = 1;
+	for (int i = 0; i < cfg->n_tun; i++)
+		s->bss->hs_tun_if[i] = cfg->tun_if[i];
+	for (int i = 0; i < cfg->n_tun_ep; i++)
+		s->bss->hs_tun_ep[i] = cfg->tun_ep[i];
+	for (int i = 0; i < cfg->n_lost; i++)
+		s->bss->hs_lost_if[i] = cfg->lost_if[i];
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
 	bpf_map__set_max_entries(s->maps.cost_due, (__u32)ncpu << (shift - HS_COST_SAMPLE_SHIFT));
 	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);
@@ -442,6 +451,10 @@ static int attach_all(struct ebpf *e, struct hs_config *cfg)
 
 	if (cfg->drops)
 		err = add_link(e, bpf_program__attach(s->progs.hs_drop), "tp_btf/kfree_skb");
+	if (!err && cfg->n_tun_ep)
+		err = add_link(e, bpf_program__attach(s->progs.hs_tun_rx),
+			       "tp_btf/netif_receive_skb") ?:
+		      add_link(e, bpf_program__attach(s->progs.hs_tun_end), "tp_btf/consume_skb");
 	err = err ?: add_link(e, bpf_program__attach(s->progs.hs_output),
 			      "tp_btf/net_dev_start_xmit") ?:
 		add_link(e, bpf_program__attach(s->progs.hs_consume), "tp_btf/consume_skb") ?:
@@ -486,6 +499,10 @@ static void describe(struct hs_backend *b, const struct ebpf *e, const struct hs
 		hs_backend_hook(b, HS_HOOK_DROP, "tp_btf/kfree_skb", false, 0);
 	hs_backend_hook(b, HS_HOOK_PIECES, "tp_btf/net_dev_queue", false, 0);
 	hs_backend_hook(b, HS_HOOK_PIECES, "tp_btf/consume_skb", false, 0);
+	if (cfg->n_tun_ep) {
+		hs_backend_hook(b, HS_HOOK_TUN_IN, "tp_btf/netif_receive_skb", false, 0);
+		hs_backend_hook(b, HS_HOOK_TUN_END, "tp_btf/consume_skb", false, 0);
+	}
 	js_open(&b->info, NULL, '{');
 	js_u64(&b->info, "possible_cpus", e->ncpu);
 	js_u64(&b->info, "slots", bpf_map__max_entries(e->skel->maps.slots));

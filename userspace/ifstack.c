@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <linux/if_link.h>
 #include <linux/if_tunnel.h>
+#include <netinet/in.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <stdio.h>
@@ -112,7 +113,28 @@ static void set_remote(struct hs_link *l, const struct rtattr *a)
 	memcpy(l->remote, RTA_DATA(a), len);
 }
 
-/* the kind's own data: a bridge's netfilter options, a tunnel's link and remote */
+static uint16_t port_of(const struct rtattr *a)
+{
+	return a && RTA_PAYLOAD(a) >= 2 ? ntohs(*(uint16_t *)RTA_DATA(a)) : 0;
+}
+
+/* an IP-in-IP tunnel's outer protocols: its IFLA_IPTUN_PROTO, or (0, any)
+ * those its kind carries */
+static void iptun_eps(struct hs_link *l, const struct rtattr *proto)
+{
+	int p = proto && RTA_PAYLOAD(proto) >= 1 ? *(uint8_t *)RTA_DATA(proto) : 0;
+
+	if (p) {
+		l->ep[0] = (uint32_t)p << 16;
+		return;
+	}
+	l->ep[0] = strcmp(l->kind, "sit") ? (uint32_t)IPPROTO_IPIP << 16 : (uint32_t)IPPROTO_IPV6 << 16;
+	if (!strcmp(l->kind, "ip6tnl"))
+		l->ep[1] = (uint32_t)IPPROTO_IPV6 << 16;
+}
+
+/* the kind's own data: a bridge's netfilter options, a tunnel's link,
+ * remote and outer packets (WireGuard's port is not here: wg_port) */
 static void link_data(struct hs_link *l, struct rtattr *data)
 {
 	struct rtattr *tb[64];
@@ -128,13 +150,20 @@ static void link_data(struct hs_link *l, struct rtattr *data)
 	} else if (!strcmp(l->kind, "vxlan")) {
 		l->link = u32_of(tb[IFLA_VXLAN_LINK]);
 		set_remote(l, tb[IFLA_VXLAN_GROUP] ? tb[IFLA_VXLAN_GROUP] : tb[IFLA_VXLAN_GROUP6]);
+		l->ep[0] = (uint32_t)IPPROTO_UDP << 16 | port_of(tb[IFLA_VXLAN_PORT]);
 	} else if (!strcmp(l->kind, "geneve")) {
 		set_remote(l, tb[IFLA_GENEVE_REMOTE] ? tb[IFLA_GENEVE_REMOTE] :
 			   tb[IFLA_GENEVE_REMOTE6]);
+		l->ep[0] = (uint32_t)IPPROTO_UDP << 16 | port_of(tb[IFLA_GENEVE_PORT]);
+	} else if (!strcmp(l->kind, "bareudp")) {
+		l->ep[0] = (uint32_t)IPPROTO_UDP << 16 | port_of(tb[IFLA_BAREUDP_PORT]);
 	} else if (strstr(l->kind, "gre") || strstr(l->kind, "erspan")) {
 		set_remote(l, tb[IFLA_GRE_REMOTE]);
+		l->ep[0] = (uint32_t)IPPROTO_GRE << 16;
 	} else if (tunnel(l->kind)) {
 		set_remote(l, tb[IFLA_IPTUN_REMOTE]);
+		if (strncmp(l->kind, "vti", 3))
+			iptun_eps(l, tb[IFLA_IPTUN_PROTO]);
 	}
 }
 
@@ -154,6 +183,7 @@ static int link_cb(struct nlmsghdr *h, void *ctx)
 	l = memset(&ls->l[ls->n++], 0, sizeof(*l));
 	parse_attrs(tb, IFLA_MAX, IFLA_RTA(ifi), IFLA_PAYLOAD(h));
 	l->ifindex = ifi->ifi_index;
+	l->up = ifi->ifi_flags & IFF_UP;
 	if (tb[IFLA_IFNAME])
 		snprintf(l->name, sizeof(l->name), "%s", (char *)RTA_DATA(tb[IFLA_IFNAME]));
 	l->master = u32_of(tb[IFLA_MASTER]);
@@ -164,7 +194,8 @@ static int link_cb(struct nlmsghdr *h, void *ctx)
 		snprintf(l->kind, sizeof(l->kind), "%s", (char *)RTA_DATA(info[IFLA_INFO_KIND]));
 	/* IFLA_LINK is a veth's peer, which is no stacking; with a netnsid
 	 * it is in another netns */
-	if ((l2_on_link(l->kind) || tunnel(l->kind)) && !tb[IFLA_LINK_NETNSID])
+	l->link_netns = tb[IFLA_LINK_NETNSID];
+	if ((l2_on_link(l->kind) || tunnel(l->kind)) && !l->link_netns)
 		l->link = u32_of(tb[IFLA_LINK]);
 	link_data(l, info[IFLA_INFO_DATA]);
 	return 0;
@@ -377,6 +408,14 @@ static int pass_uppers(struct hs_config *cfg, const struct hs_links *ls,
 	return err;
 }
 
+static bool followed(const struct hs_config *cfg, const struct hs_link *l)
+{
+	for (int i = 0; i < cfg->n_tun; i++)
+		if (cfg->tun_if[i] == (uint32_t)l->ifindex)
+			return true;
+	return false;
+}
+
 /* what an output's place in the stack means for t4, said at start */
 static void say_output(const struct hs_config *cfg, const struct hs_links *ls,
 		       const struct hs_link *o)
@@ -384,11 +423,15 @@ static void say_output(const struct hs_config *cfg, const struct hs_links *ls,
 	const struct hs_link *under = by_index(ls, o->link);
 	char lowers[256] = "";
 
-	if (tunnel(o->kind))
-		fprintf(stderr, "hopscope: %s is %s %s tunnel: encapsulation makes a new outer "
-			"packet; t4 is the inner packet's hand-over to %s, and the queue of its "
-			"underlay%s%s is not measured\n", o->name, article(o->kind), o->kind,
-			o->name, under ? " " : "", under ? under->name : "");
+	if (tunnel(o->kind) && followed(cfg, o))
+		fprintf(stderr, "hopscope: %s is %s %s tunnel: its packets are followed through "
+			"the encapsulation to the hand-over to its underlay%s%s (t4), tun_out at "
+			"%s's start_xmit\n", o->name, article(o->kind), o->kind, under ? " " : "",
+			under ? under->name : "", o->name);
+	else if (tunnel(o->kind))
+		fprintf(stderr, "hopscope: %s is %s %s tunnel whose underlay is in another "
+			"namespace: t4 is the inner packet's hand-over to %s, the underlay's queue "
+			"is not measured\n", o->name, article(o->kind), o->kind, o->name);
 	for (int i = 0; i < ls->n; i++) {
 		const struct hs_link *l = &ls->l[i];
 		size_t used = strlen(lowers);
@@ -398,10 +441,9 @@ static void say_output(const struct hs_config *cfg, const struct hs_links *ls,
 				 l->name);
 		else if (tunnel(l->kind) && l->link == o->ifindex && !named(cfg, l->ifindex))
 			fprintf(stderr, "hopscope: %s is the underlay of %s tunnel %s: packets "
-				"routed to %s leave %s in a new outer packet, which is not followed "
-				"(they end at %s's hand-over as other_out); name %s in --out to "
-				"stamp them there (the underlay's queue is not measured)\n", o->name,
-				l->kind, l->name, l->name, o->name, l->name, l->name);
+				"routed to %s are followed through the encapsulation to their "
+				"hand-over to %s (t4), tun_out at %s's start_xmit\n", o->name,
+				l->kind, l->name, l->name, o->name, l->name);
 	}
 	if (lowers[0])
 		fprintf(stderr, "hopscope: %s is %s %s over %s: t4 is the hand-over to %s, before "
@@ -563,6 +605,127 @@ static void tc_ingress(const struct hs_links *ls, struct hs_iface *ifc)
 			"%s's qdisc before PRE_ROUTING, inside d_iq\n", ifc->name, t.ifb, t.ifb);
 }
 
+/* ---- tunnels ------------------------------------------------------------------ */
+
+/* a WireGuard device's listen port (wg show: rtnetlink does not tell it); 0: unknown */
+static uint16_t wg_port(const char *name)
+{
+	char *argv[] = { "wg", "show", (char *)name, "listen-port", NULL };
+	char *out = hs_run_output(argv);
+	long port = out ? strtol(out, NULL, 10) : 0;
+
+	free(out);
+	return port > 0 && port < 65536 ? port : 0;
+}
+
+static int add_u32(uint32_t *set, int *n, uint32_t v, const char *what, const char *name)
+{
+	for (int i = 0; i < *n; i++)
+		if (set[i] == v)
+			return 0;
+	if (*n == HS_MAX_IFACES) {
+		fprintf(stderr, "hopscope: more than %d %s: %s is one too many\n", HS_MAX_IFACES,
+			what, name);
+		return -E2BIG;
+	}
+	set[(*n)++] = v;
+	return 0;
+}
+
+/* an outer packet of l's that a tunnel named in --in shares (LOCAL_IN could
+ * not tell whose it is); NULL: none */
+static const struct hs_link *shared_ep(const struct hs_config *cfg, const struct hs_links *ls,
+				       const struct hs_link *l)
+{
+	for (int i = 0; i < ls->n; i++) {
+		const struct hs_link *t = &ls->l[i];
+		const struct hs_iface *ifc = named(cfg, t->ifindex);
+
+		if (t == l || !ifc || !ifc->is_in)
+			continue;
+		for (int a = 0; a < 2; a++)
+			for (int b = 0; l->ep[a] && b < 2; b++)
+				if (l->ep[a] == t->ep[b])
+					return t;
+	}
+	return NULL;
+}
+
+/* a tunnel whose outer packets are not followed (IPsec's vti: the decrypted
+ * packet is a new skb; a WireGuard device whose port is unknown): where they
+ * may arrive by a traced input (over one, or WireGuard's, over any), its
+ * inner packets are counted at POST_ROUTING (in_nometa) */
+static int unfollowed(struct hs_config *cfg, const struct hs_link *l)
+{
+	const struct hs_iface *under = named(cfg, l->link);
+
+	if ((!under || !under->is_in) && strcmp(l->kind, "wireguard"))
+		return 0;
+	fprintf(stderr, "hopscope: warning: hopscope does not follow the outer packets of %s "
+		"tunnel %s: arriving by a traced input, they are retired as local, and the "
+		"inner ones it forwards are counted (in_nometa), not recorded; name %s in --in "
+		"to record them\n", l->kind, l->name, l->name);
+	return add_u32(cfg->lost_if, &cfg->n_lost, l->ifindex, "unfollowed tunnels", l->name);
+}
+
+/*
+ * The tunnels followed (tunnel.bpf.h): every tunnel of the netns that is up
+ * and whose underlay is in it, and the outer packets of those not named in --in (one
+ * named there takes t1 itself, after decapsulation: its outer packets are
+ * the router's own). A tunnel in --in whose outer packets look like another
+ * one's is refused: LOCAL_IN could not tell them apart.
+ */
+static int tunnels(struct hs_config *cfg, struct hs_links *ls)
+{
+	int err = 0;
+
+	for (int i = 0; !err && i < ls->n; i++) {
+		struct hs_link *l = &ls->l[i];
+		const struct hs_iface *ifc = named(cfg, l->ifindex);
+		const struct hs_link *t;
+
+		/* down: nothing in or out (the fallback devices gre0, tunl0 that
+		 * loading a module makes in every netns) */
+		if (!tunnel(l->kind) || l->link_netns || !l->up)
+			continue;
+		if (!strcmp(l->kind, "wireguard")) {
+			uint16_t port = wg_port(l->name);
+
+			if (port)
+				l->ep[0] = (uint32_t)IPPROTO_UDP << 16 | port;
+			else
+				fprintf(stderr, "hopscope: warning: cannot read WireGuard %s's listen "
+					"port (wg show)\n", l->name);
+		}
+		if (strncmp(l->kind, "vti", 3))
+			err = add_u32(cfg->tun_if, &cfg->n_tun, l->ifindex, "tunnel devices",
+				      l->name);
+		if (err || (ifc && ifc->is_in))
+			continue;
+		if (!l->ep[0]) {
+			err = unfollowed(cfg, l);
+			continue;
+		}
+		t = shared_ep(cfg, ls, l);
+		if (t) {
+			fprintf(stderr, "hopscope: --in names tunnel %s, whose outer packets look like "
+				"those of tunnel %s (the same protocol and port): hopscope cannot tell "
+				"which is whose; name neither tunnel (the inner packets are followed "
+				"from the outer one's arrival) or both\n", t->name, l->name);
+			return -EINVAL;
+		}
+		for (int a = 0; !err && a < 2; a++)
+			if (l->ep[a] && l->ep[a] != (uint32_t)IPPROTO_UDP << 16)
+				err = add_u32(cfg->tun_ep, &cfg->n_tun_ep, l->ep[a],
+					      "kinds of tunnel packets", l->name);
+	}
+	if (!err && cfg->n_tun_ep)
+		fprintf(stderr, "hopscope: the outer packets of the netns's tunnels are followed "
+			"into them: an inner packet's t1 is its outer packet's arrival, tun_in its "
+			"own on the tunnel device\n");
+	return err;
+}
+
 /* ---- at start ----------------------------------------------------------------- */
 
 static void say_input(const struct hs_link *x)
@@ -590,7 +753,7 @@ int hs_ifstack_check(struct hs_config *cfg)
 			strerror(-err));
 		return err;
 	}
-	err = check_pairs(cfg, &ls, false) ?: check_pairs(cfg, &ls, true);
+	err = check_pairs(cfg, &ls, false) ?: check_pairs(cfg, &ls, true) ?: tunnels(cfg, &ls);
 	for (int i = 0; !err && i < cfg->n_ifaces; i++) {
 		struct hs_iface *ifc = &cfg->ifaces[i];
 		const struct hs_link *x = by_index(&ls, ifc->ifindex), *br;

@@ -5,6 +5,7 @@
 #define HS_IFSTACK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "backend.h"
 #include "json.h"
 
@@ -21,6 +22,9 @@ struct hs_link {
 	bool nf_call[2];	/* a bridge's own nf_call_iptables, nf_call_ip6tables */
 	int remote_af;		/* a tunnel's remote (AF_INET, AF_INET6; 0: none) */
 	unsigned char remote[16];
+	bool link_netns;	/* what it sits on is in another netns */
+	bool up;		/* IFF_UP */
+	uint32_t ep[2];		/* a tunnel's outer packets: protocol << 16 | UDP port */
 };
 
 struct hs_links {

@@ -675,6 +675,11 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 			(unsigned long long)run->counters[HS_C_EVICTED],
 			(unsigned long long)run->counters[HS_C_RACE]);
 	nat_warn(run);
+	if (run->counters[HS_C_IN_NOMETA])
+		fprintf(stderr, "hopscope: WARNING: %llu packets that came in by a traced input were "
+			"forwarded without their record (counter in_nometa): a way in hopscope does "
+			"not follow, such as IPsec or a tunnel it does not know (docs/recording.md)\n",
+			(unsigned long long)run->counters[HS_C_IN_NOMETA]);
 	if (sampled(run->cfg))
 		fprintf(stderr, "hopscope: sampled: 1 packet in %u (%s), %llu of the %llu at t1 "
 			"traced; every count here is of the traced ones\n", run->sampling.n,
@@ -899,6 +904,14 @@ int hs_cmd_record(int argc, char **argv)
 	}
 	hs_sampling_init(&run.sampling, &o.cfg);
 	run.said_n = o.cfg.sample_n;
+	/* the module follows no packet through a tunnel: it would lose them */
+	if ((o.cfg.n_tun || o.cfg.n_tun_ep) && strcmp(run.b->name, "ebpf")) {
+		fprintf(stderr, "hopscope: the namespace has tunnels, and only the eBPF backend "
+			"follows packets through them (the %s backend would lose those routed "
+			"into one or arriving by one); use --backend ebpf\n", run.b->name);
+		run.b->close(run.b);
+		return 2;
+	}
 	if (o.cfg.hist && !run.b->hist) {
 		fprintf(stderr, "hopscope: --histograms and --aggregate need the eBPF backend, "
 			"not %s\n", run.b->name);

@@ -4,11 +4,14 @@
  * Python in the guest): what each record says the packet took, and whether
  * its stamps agree with that path. Prints one line:
  *   HSRPATH end=0|1 records=N complete=N dropped=N ... partial=N stack=N
- *           fast=N flowtable=N no_netfilter=N other_path=N stack_gap=N
- *           fast_stamped=N no_t1t4=N stack_late=N outs=IFINDEX:N[,IFINDEX:N...]
- * complete .. partial: the records of each status; stack, fast: complete records of path stack and of any other path;
- * flowtable, no_netfilter, other_path: the fast ones by path; stack_gap:
- * complete stack records without t2 or t3; fast_stamped: complete fast ones
+ *           tunnel=N tun_in=N tun_out=N fast=N flowtable=N no_netfilter=N
+ *           other_path=N stack_gap=N fast_stamped=N no_t1t4=N stack_late=N
+ *           outs=IFINDEX:N[,IFINDEX:N...]
+ * complete .. partial: the records of each status; stack, tunnel, fast:
+ * complete records of path stack, of path tunnel and of any other path;
+ * tun_in, tun_out: complete records with that stage; flowtable,
+ * no_netfilter, other_path: the fast ones by path; stack_gap: complete
+ * stack or tunnel records without t2 or t3; fast_stamped: complete fast ones
  * with t2 or t3; no_t1t4: complete ones without t1 or t4; stack_late:
  * complete stack records that came in (t1) after the first fast one; outs:
  * the complete records' out_ifindex, counted. Exit: 0 read, 1 no END
@@ -23,7 +26,7 @@ static const char *const status_names[] = HS_STATUS_NAMES;
 
 struct walk {
 	unsigned long records, by_status[HS_ST_END], by_path[HS_PATH_END + 1];
-	unsigned long stack_gap, fast_stamped, no_t1t4, stack_late;
+	unsigned long stack_gap, fast_stamped, no_t1t4, stack_late, tun_in, tun_out;
 	uint64_t first_fast_t1;	/* 0: none yet */
 	uint32_t out[MAX_OUTS];
 	unsigned long out_n[MAX_OUTS];
@@ -58,7 +61,9 @@ static void on_chunk(const struct hs_chunk *ch, const char *payload, void *ctx)
 		w->by_path[r[i].path < HS_PATH_END ? r[i].path : HS_PATH_END]++;
 		count_out(w, r[i].out_ifindex);
 		w->no_t1t4 += !t[HS_T1] || !t[HS_T4];
-		if (r[i].path == HS_PATH_STACK) {
+		w->tun_in += r[i].tun_in_ns != 0;
+		w->tun_out += r[i].tun_out_ns != 0;
+		if (r[i].path == HS_PATH_STACK || r[i].path == HS_PATH_TUNNEL) {
 			w->stack_gap += !t[HS_T2] || !t[HS_T3];
 		} else {
 			w->fast_stamped += t[HS_T2] || t[HS_T3];
@@ -97,12 +102,13 @@ int main(int argc, char **argv)
 		return 1;
 	hsr_walk(buf, len, on_chunk, &w);
 	hsr_walk(buf, len, on_chunk_late, &w);
-	fast = w.by_status[HS_ST_COMPLETE] - w.by_path[HS_PATH_STACK];
+	fast = w.by_status[HS_ST_COMPLETE] - w.by_path[HS_PATH_STACK] - w.by_path[HS_PATH_TUNNEL];
 	printf("HSRPATH end=%d records=%lu", w.end, w.records);
 	for (int st = HS_ST_NONE + 1; st < HS_ST_END; st++)
 		printf(" %s=%lu", status_names[st], w.by_status[st]);
-	printf(" stack=%lu fast=%lu flowtable=%lu no_netfilter=%lu other_path=%lu stack_gap=%lu "
-	       "fast_stamped=%lu no_t1t4=%lu stack_late=%lu outs=", w.by_path[HS_PATH_STACK], fast,
+	printf(" stack=%lu tunnel=%lu tun_in=%lu tun_out=%lu fast=%lu flowtable=%lu no_netfilter=%lu "
+	       "other_path=%lu stack_gap=%lu fast_stamped=%lu no_t1t4=%lu stack_late=%lu outs=",
+	       w.by_path[HS_PATH_STACK], w.by_path[HS_PATH_TUNNEL], w.tun_in, w.tun_out, fast,
 	       w.by_path[HS_PATH_FLOWTABLE], w.by_path[HS_PATH_NO_NF],
 	       fast - w.by_path[HS_PATH_FLOWTABLE] - w.by_path[HS_PATH_NO_NF], w.stack_gap,
 	       w.fast_stamped, w.no_t1t4, w.stack_late);

@@ -4,7 +4,8 @@
 # namespaces, with the router set up as people run one where the build
 # machine's kernel cannot: an nftables flowtable loaded before hopscope
 # starts and after, a ruleset shaped like OpenWrt's fw4 (DNAT, masquerade,
-# flow offloading), the input on a VLAN sub-interface, the output a bond.
+# flow offloading), the input on a VLAN sub-interface, tunnels (GRE, IPIP,
+# VXLAN, Geneve, WireGuard) out and in by either device, the output a bond.
 # Each run sends one paced UDP flow whose receiver's count is the truth for
 # "forwarded", and checks the records (hs_hsrpath) and hopscope's counters
 # against the path the packets took. Prints "CHECK name ok|FAIL|SKIP
@@ -13,6 +14,7 @@
 
 . /lib/hs/guest-lib.sh
 . /lib/hs/guest-router.sh
+. /lib/hs/guest-tunnels.sh
 COUNT=1000	# datagrams a run: TCG forwards a few thousand a second
 GAP=300		# microseconds between them: nothing is dropped on the way
 
@@ -212,6 +214,7 @@ if topology; then
 	# receiver, masqueraded as the router's address there
 	both_orders fw4 /tmp/fw4.nft fw4 198.18.1.1 198.18.3.1
 	vlans
+	tunnels
 	bonds
 else
 	expect topology "the namespaces could not be built" 1 = 0

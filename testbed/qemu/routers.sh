@@ -3,27 +3,30 @@
 # hopscope record on router configurations the build machine's kernel cannot
 # run (no module support): an nftables flowtable (the software fast path),
 # a ruleset shaped like OpenWrt's fw4 with flow offloading, VLAN
-# sub-interfaces, a bond. Boots Debian's 6.12 kernel in QEMU (TCG) with
-# nf_tables, conntrack, NAT, the flowtable, 8021q and bonding out of the
-# linux-image .deb and the host's nft, and runs routers-guest.sh on
-# guest-router.sh's namespaces. Work files and the console log go to
+# sub-interfaces, a bond, tunnels (GRE, IPIP, VXLAN, Geneve, WireGuard) in
+# and out.
+# Boots Debian's 6.12 kernel in QEMU (TCG) with nf_tables, conntrack, NAT,
+# the flowtable, 8021q, bonding and the tunnels' modules out of the
+# linux-image .deb and the host's nft and wg, and runs routers-guest.sh on
+# guest-router.sh's namespaces (guest-tunnels.sh for the tunnels). Work files and the console log go to
 # build/qemu/routers-RELEASE/.
-# Exit: 0 every check passed, 1 one failed, 77 QEMU, headers, nft or
+# Exit: 0 every check passed, 1 one failed, 77 QEMU, headers, nft, wg or
 # build/hopscope missing.
 set -eu
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 # the settings; need_qemu LABEL, build_module KDIR DIR, boot_guest LABEL DIR KERNEL [QEMU ARGS]
 . "$here/lib.sh"
-limit=${HS_QEMU_TIMEOUT:-300}
+limit=${HS_QEMU_TIMEOUT:-540}
 # loaded by name in the guest (no modprobe there): every one a rule needs;
 # crc32c_generic first, libcrc32c's soft dependency (modinfo's depends omits it)
 MODULES="crc32c_generic nf_tables nft_ct nf_conntrack nf_nat nft_nat nft_masq nft_chain_nat nf_flow_table
-	nf_flow_table_inet nft_flow_offload 8021q bonding"
+	nf_flow_table_inet nft_flow_offload 8021q bonding ip_gre ipip vxlan geneve wireguard sit"
 
 need_qemu routers-qemu
 [ -x "$cli" ] || { echo "routers-qemu: no $cli (make)"; exit 77; }
 nft=$(command -v nft) || { echo "routers-qemu: nft missing (scripts/install-deps.sh)"; exit 77; }
+wg=$(command -v wg) || { echo "routers-qemu: wg missing (scripts/install-deps.sh)"; exit 77; }
 kdir=$(ls -d /usr/src/linux-headers-6.12.*-amd64 2>/dev/null | sort -V | tail -n 1)
 [ -n "$kdir" ] || { echo "routers-qemu: no /usr/src/linux-headers-6.12.*-amd64 (scripts/install-deps.sh)"; exit 77; }
 rel=${kdir#/usr/src/linux-headers-}
@@ -42,6 +45,7 @@ t0=$(date +%s)
 { echo veth; for m in $MODULES; do cat "$kdir/$m.deps"; done; } | awk '!seen[$0]++' > "$dir/modules"
 kos=$(sed "s,^\(.*\)\$,$kdir/\1.ko," "$dir/modules")
 # shellcheck disable=SC2086
-"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/routers-guest.sh" "$here/guest-router.sh" $kos \
-	"$dir/modules" -- "$work/tools/hs_udp" "$work/tools/hs_hsrpath" "$cli" "$nft"
+"$here/mkinitramfs.sh" "$dir/initrd.gz" "$here/routers-guest.sh" "$here/guest-router.sh" \
+	"$here/guest-tunnels.sh" $kos "$dir/modules" -- "$work/tools/hs_udp" \
+	"$work/tools/hs_hsrpath" "$cli" "$nft" "$wg"
 boot_guest routers-qemu "$dir" "$kdir/vmlinuz" -nic none || exit 1

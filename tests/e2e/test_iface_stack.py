@@ -167,13 +167,13 @@ def test_tunnel_and_its_underlay(tb, recorder):
     assert iface(df, "r-rx")["upper"] == ["vx0"], iface(df, "r-rx")
     assert df.attrs["header"]["pass_ifaces"] == []  # a tunnel is no L2 step: not passed by
     text = rec.summary
-    assert "r-rx is the underlay of vxlan tunnel vx0: packets routed to vx0 leave r-rx in " \
-        "a new outer packet, which is not followed" in text, text
+    assert "r-rx is the underlay of vxlan tunnel vx0: packets routed to vx0 are followed " \
+        "through the encapsulation to their hand-over to r-rx (t4), tun_out at vx0's " \
+        "start_xmit" in text, text
     rec = recorder(ins="r-s1", outs="vx0")
     text = rec.stop()
-    assert "vx0 is a vxlan tunnel: encapsulation makes a new outer packet; t4 is the inner " \
-        "packet's hand-over to vx0, and the queue of its underlay r-rx is not measured" \
-        in text, text
+    assert "vx0 is a vxlan tunnel: its packets are followed through the encapsulation to the " \
+        "hand-over to its underlay r-rx (t4), tun_out at vx0's start_xmit" in text, text
     assert "underlay of" not in text, text
 
 

@@ -29,6 +29,8 @@ COUNTER_ROWS = (
     ("t0_map_full", "tracer", "t0", "t0 lost: map full"),
     ("t0_collision", "tracer", "t0", "t0 unknown: key in flight twice"),
     ("t0_miss", "tracer", "t0", "t0 not found for the packet at t1"),
+    ("in_nometa", "tracer", "t3", "forwarded from a traced input without a record: a way "
+                                  "in not followed (IPsec, an unknown tunnel)"),
     ("pre_nometa", "other", "t2", "seen without metadata: local, untraced input, or lost"),
     ("post_nometa", "other", "t3", "seen without metadata: local, untraced input, or lost"),
     ("out_nometa", "other", "t4", "seen without metadata: the router's own, untraced input, "

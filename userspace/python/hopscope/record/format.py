@@ -56,7 +56,7 @@ STATUS = {name: value for _, value, name in h.STATUS_LIST}
 # enum hs_path from 0: PATH_NAMES[v] names value v; STACK_PATHS pass PRE_ROUTING
 # and POST_ROUTING (t2, t3: the paper's delays), the others skip both
 PATH_NAMES = tuple(name for _, _, name in h.PATH_LIST)
-STACK_PATHS = ("stack", "bridge_netfilter", "ifb")
+STACK_PATHS = ("stack", "bridge_netfilter", "ifb", "tunnel")
 
 # hs_record.flags bits by name (header.F_IPV6 ... by their C names)
 FLAGS = {name: value for _, value, name in h.FLAG_LIST}

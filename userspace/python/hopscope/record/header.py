@@ -112,6 +112,7 @@ PATH_FLOWTABLE = 2
 PATH_TC_REDIRECT = 3
 PATH_BRIDGE_NF = 4
 PATH_IFB = 5
+PATH_TUNNEL = 6
 PATH_LIST = (
     ('PATH_STACK', 0, 'stack'),
     ('PATH_NO_NF', 1, 'no_netfilter'),
@@ -119,6 +120,7 @@ PATH_LIST = (
     ('PATH_TC_REDIRECT', 3, 'tc_redirect'),
     ('PATH_BRIDGE_NF', 4, 'bridge_netfilter'),
     ('PATH_IFB', 5, 'ifb'),
+    ('PATH_TUNNEL', 6, 'tunnel'),
 )
 
 # HS_COUNTER_LIST: each entry's value under its id, then (id, value, name)
@@ -165,6 +167,13 @@ C_NAT = 39
 C_NAT_NEW = 40
 C_NAT_CHANGED = 41
 C_NAT_FULL = 42
+C_XDP_L3 = 43
+C_TUN_OUT = 44
+C_TUN_OUTER = 45
+C_TUN_FOLLOW = 46
+C_TUN_IN = 47
+C_TUN_END = 48
+C_IN_NOMETA = 49
 COUNTER_LIST = (
     ('C_XDP_PKTS', 0, 'xdp_pkts'),
     ('C_XDP_NONIP', 1, 'xdp_nonip'),
@@ -209,6 +218,13 @@ COUNTER_LIST = (
     ('C_NAT_NEW', 40, 'nat_new'),
     ('C_NAT_CHANGED', 41, 'nat_changed'),
     ('C_NAT_FULL', 42, 'nat_full'),
+    ('C_XDP_L3', 43, 'xdp_l3'),
+    ('C_TUN_OUT', 44, 'tun_out'),
+    ('C_TUN_OUTER', 45, 'tun_outer'),
+    ('C_TUN_FOLLOW', 46, 'tun_follow'),
+    ('C_TUN_IN', 47, 'tun_in'),
+    ('C_TUN_END', 48, 'tun_end'),
+    ('C_IN_NOMETA', 49, 'in_nometa'),
 )
 
 # HS_DELAY_LIST: each entry's value under its id, then (id, value, name)

@@ -135,10 +135,19 @@ def describe(df):
     counters = (a["counters"] or {}).get("counters") or {}
     nonzero = ", ".join(f"{k} {v}" for k, v in counters.items() if v)
     out.append(("counters", nonzero or "none"))
-    out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]) or "none"))
+    out.append(("problems", "; ".join(a["problems"] + a["clock_problems"]
+                                      + unrecorded(counters)) or "none"))
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
     return out
+
+
+def unrecorded(counters):
+    """what the kernel counted forwarded from a traced input with no record"""
+    n = counters.get("in_nometa", 0)
+    return [f"{n} packets that came in by a traced input were forwarded without their "
+            "record (in_nometa: a way in hopscope does not follow, such as IPsec or a "
+            "tunnel it does not know)"] if n else []
 
 
 def _paths_present(df, complete):
