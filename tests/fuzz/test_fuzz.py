@@ -55,6 +55,7 @@ class Parsed:
         rf = RecordFile(path)
         assert not rf.problems, rf.problems
         self.version = rf.version
+        self.record_size = rf.record_size
         self.start = fmt.FILE_HEADER_V1_SIZE if rf.version == 1 else fmt.FILE_HEADER_SIZE
         self.header_end = rf.chunks[0].offset
         self.text = self.data[self.start:self.header_end]
@@ -72,7 +73,7 @@ class Parsed:
             if chunks is None else chunks
         if renumber and self.version >= 2:
             chunks = [c[:20] + np.uint32(i).tobytes() + c[24:] for i, c in enumerate(chunks)]
-        return fmt.file_header(text, self.version) + text + b"".join(chunks)
+        return fmt.file_header(text, self.version, self.record_size) + text + b"".join(chunks)
 
 
 def json_chunk(ctype, obj_bytes, index=0):

@@ -166,11 +166,12 @@ def header_crc(fixed, text):
     return zlib.crc32(text, zlib.crc32(fixed))
 
 
-def file_header(text, version=FILE_VERSION):
-    """The bytes that start a record file whose header JSON (padded) is text:
-    hs_file_header with its CRC (version 2), or the 24-byte version 1 header."""
+def file_header(text, version=FILE_VERSION, record_size=RECORD_SIZE):
+    """The bytes that start a record file whose header JSON (padded) is text
+    and whose records are record_size bytes: hs_file_header with its CRC
+    (version 2), or the 24-byte version 1 header."""
     fh = np.zeros(1, dtype=FILE_HEADER_DTYPE)
-    fh[0] = (FILE_MAGIC, version, RECORD_SIZE, len(text), ENDIAN_MARK, 0, 0)
+    fh[0] = (FILE_MAGIC, version, record_size, len(text), ENDIAN_MARK, 0, 0)
     raw = fh.tobytes()
     if version < 2:
         return raw[:FILE_HEADER_V1_SIZE]
