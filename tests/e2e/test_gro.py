@@ -77,14 +77,23 @@ def test_gro_keep_merges_and_every_segment_is_in_one_record(recorder, gro_in):
     # each record's t1 is its own first packet's: before its t2, never 0
     done = df[df.status == "complete"]
     assert (done.t1 > 0).all() and (done.t2 > done.t1).all() and (done.t4 > done.t3).all()
-    # what left r-rx: each segment in a record (its first) or in out_segs
-    assert wire_out == wire_in, (wire_out, wire_in)
-    assert c["out_pkts"] + c["out_segs"] + c["out_nometa"] == wire_out, c
+    # what left r-rx: each segment in a record (its first) or in out_segs;
+    # a transmit t4 did not see (a packet inside, or one the kernel skipped
+    # the probe for) is counted by the recorder as unseen, never lost
+    seen = c["out_pkts"] + c["out_segs"] + c["out_nometa"]
+    tx = df.attrs["trailer"]["outputs_tx"]
+    assert wire_out == wire_in == tx["tx_packets"], (wire_out, wire_in, tx)
+    assert tx["seen_at_t4"] == seen and seen + tx["unseen"] == wire_out, (seen, tx, c)
     assert c["out_nometa"] == 0, c
     cut = df[(df.status == "complete") & (df.out_segs > 1)]
     assert len(cut) and c["left_in_pieces"] == len(cut), (len(cut), c)
     assert (cut.out_segs == cut.segs).all(), cut[["segs", "out_segs"]]
-    assert c["out_segs"] == int((cut.out_segs - 1).sum()), c
+    # the records' later segments, less those t4 did not see, plus those of
+    # packets still inside
+    inside = int(df.segs[df.status != "complete"].sum())
+    done_segs = int((cut.out_segs - 1).sum())
+    assert done_segs - tx["unseen"] <= c["out_segs"] <= done_segs + inside, \
+        (done_segs, inside, tx, c)
 
 
 def test_gro_off_is_one_record_per_wire_packet(recorder, gro_in):
