@@ -493,6 +493,14 @@ static __always_inline __u32 hs_skb_id(const struct sk_buff *skb)
 
 enum hs_find { HS_FOUND, HS_NOMETA, HS_STALE, HS_UNSAMPLED };
 
+/* seq's slot into *rec: found while it still holds seq, else stale (reused,
+ * emitted; no packet has seq 0) */
+static __always_inline enum hs_find hs_slot_of(__u64 seq, struct hs_record **rec)
+{
+	*rec = hs_slot(seq);
+	return *rec && seq && HS_READ_ONCE((*rec)->seq) == seq ? HS_FOUND : HS_STALE;
+}
+
 /*
  * bpf_core_cast, read-only, with the kfunc under this object's own flavour
  * name (libbpf resolves bpf_rdonly_cast___stage_route as bpf_rdonly_cast):
@@ -552,8 +560,7 @@ static __always_inline enum hs_find hs_find_meta(const struct sk_buff *skb,
 		return HS_NOMETA;
 	if (m.m.magic != HS_META_MAGIC)
 		return m.m.magic == HS_META_UNSAMPLED ? HS_UNSAMPLED : HS_NOMETA;
-	*rec = hs_slot(m.m.seq);
-	if (!*rec || !m.m.seq || HS_READ_ONCE((*rec)->seq) != m.m.seq)
+	if (hs_slot_of(m.m.seq, rec) != HS_FOUND)
 		return HS_STALE;
 	*seq = m.m.seq;
 	return HS_FOUND;
@@ -624,10 +631,7 @@ static __always_inline enum hs_find hs_find(const struct sk_buff *skb,
 	if (*sq == HS_SEQ_UNSAMPLED)
 		return HS_UNSAMPLED;
 	*seq = *sq;
-	*rec = hs_slot(*seq);
-	if (!*rec || !*seq || HS_READ_ONCE((*rec)->seq) != *seq)
-		return HS_STALE;
-	return HS_FOUND;
+	return hs_slot_of(*seq, rec);
 }
 
 /* skb into by_skb under seq (or HS_SEQ_UNSAMPLED for a packet --sample left

@@ -150,10 +150,7 @@ static __always_inline enum hs_find hs_piece_find(const struct sk_buff *skb,
 		return HS_NOMETA;
 	*seq = *sq;
 	bpf_map_delete_elem(&piece_of, &addr);
-	*rec = hs_slot(*seq);
-	if (!*rec || HS_READ_ONCE((*rec)->seq) != *seq)
-		return HS_STALE;
-	return HS_FOUND;
+	return hs_slot_of(*seq, rec);
 }
 
 /* t4 of an skb without metadata: a segment of the packet cut at a transmit
@@ -166,10 +163,7 @@ static __always_inline enum hs_find hs_gso_next(struct hs_record **rec, __u64 *s
 		return HS_NOMETA;
 	c->gso_left--;
 	*seq = c->gso_seq;
-	*rec = hs_slot(*seq);
-	if (!*rec || HS_READ_ONCE((*rec)->seq) != *seq)
-		return HS_STALE;
-	return HS_FOUND;
+	return hs_slot_of(*seq, rec);
 }
 
 /* t4 of a segment that kept its packet's metadata (seq's): one less to come */

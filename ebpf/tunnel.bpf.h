@@ -189,8 +189,7 @@ static __always_inline struct hs_record *hs_tun_followed(const struct sk_buff *s
 		return NULL;
 	*seq = *sq;
 	bpf_map_delete_elem(&tun_follow, &addr);
-	rec = hs_slot(*seq);
-	return rec && *seq && HS_READ_ONCE(rec->seq) == *seq ? rec : NULL;
+	return hs_slot_of(*seq, &rec) == HS_FOUND ? rec : NULL;
 }
 
 #endif
