@@ -1,6 +1,6 @@
 """After a run: the generators' logs decoded, what each sender sent and its
 receiver got, the truth join with the records, metadata.json."""
-from .generators import REACHED, ditg, iperf
+from .generators import REACHED, ditg, iperf, kernel_counted
 from ..record.load import load
 from ..files import read_text, write_json
 from .result import RunError, RunResult
@@ -21,6 +21,12 @@ def collect(run, counters, finish=None):
         try:
             if s.generator == "ditg":
                 n_sent, n_recv, sport = _ditg_tables(run, s, m)
+                if kernel_counted(s, cond):
+                    m["receiver_logged"], n_recv = n_recv, meta["rxcount"][s.name]
+                    if n_recv != m["receiver_logged"]:
+                        meta["warnings"].append(
+                            f"{s.name}: ITGRecv logged {m['receiver_logged']} of the {n_recv} "
+                            "packets that reached the receiver (the rest have no rx_ns)")
             else:
                 n_sent, sport = iperf.client_counts(iperf.read_json(run.path(m["files"]["client"])),
                                                     s)
@@ -48,7 +54,8 @@ def collect(run, counters, finish=None):
     forwarded = counters.forwarded()
     meta["counts"] = {"sent": sent, "received": received, "forwarded": forwarded}
     paths = {"metadata": run.path("metadata.json"), "scenario": run.path("scenario.toml")}
-    result = RunResult(sent, received, forwarded, None, paths)
+    result = RunResult(sent, received, forwarded, None, paths, counters=meta["interfaces"],
+                       cpus=meta["cpus"])
     if run.record:
         paths["records"] = run.path("run.hsr")
         df = result.records = load(paths["records"])

@@ -18,7 +18,7 @@ from ..files import read_text, write_json
 from ..live.proc import HOPSCOPE, end_with_parent, start_attached
 from .collect import collect
 from .counters import Counters, quiet_state
-from .generators import ditg, iperf
+from .generators import ditg, iperf, kernel_counted
 from .result import RunError
 from .testbed import Testbed, TestbedError, address, interface, layout, up_options
 
@@ -152,11 +152,12 @@ class _Run:
         ns = ["ip", "netns", "exec", self.ns("receiver")]
         for port in checks:
             self.wait(lambda: _listening(ns, port), f"a receiver listening on port {port}")
-        counted = [s for s in self.cond.senders
-                   if s.generator == "iperf3" and s.protocol == "udp" and not self.cond.testbed["sink"]]
+        counted = [s for s in self.cond.senders if kernel_counted(s, self.cond)]
         if counted:
-            # iperf3's server misses its last datagrams: count them in the kernel (rxcount.py)
-            specs = [f"{s.name}={self.meta['addresses'][s.namespace]}:{s.port}:{28 + s.size['value']}"
+            # the generators' receivers miss a flow's last datagrams: count them
+            # in the kernel (rxcount.py), by IP length when the size is constant
+            specs = [f"{s.name}={self.meta['addresses'][s.namespace]}:{s.port}:"
+                     f"{28 + s.size['value'] if s.size['dist'] == 'constant' else 0}"
                      for s in counted]
             env = {"PYTHONPATH": os.path.dirname(os.path.dirname(os.path.dirname(
                 os.path.abspath(__file__))))}

@@ -1,13 +1,18 @@
 """Count the packets of given UDP flows that reach an interface, in the kernel.
 
-iperf3's server undercounts at the end of a test: it stops reading at the
-client's TEST_END, and the datagrams still in its socket are counted nowhere
-(measured: 7999 of 8000 on a lossless run). A packet socket per flow with a
-classic BPF filter (IPv4, UDP, source address, destination port, IP length)
-counts exactly instead; it is never read, so every match is dropped at once
-and PACKET_STATISTICS still counts it (tp_packets includes tp_drops).
+The generators' receivers undercount at the end of a flow: iperf3's server
+stops reading at the client's TEST_END, ITGRecv closes a flow at its
+sender's end message, and the datagrams still in the socket are counted
+nowhere (measured: iperf3 7999 of 8000 on a lossless run; ITGRecv logged
+2983 of 2988 that the receiver's UDP counted, the last five missing). A
+packet socket per flow with a classic BPF filter (IPv4, UDP, source address,
+destination port, IP length) counts exactly instead; it is never read, so
+every match is dropped at once and PACKET_STATISTICS still counts it
+(tp_packets includes tp_drops).
 
     ip netns exec RECEIVER python3 -m hopscope.traffic.rxcount IFACE NAME=SRC:DPORT:IPLEN ...
+
+IPLEN 0 matches any length (a flow whose sizes vary).
 
 prints "ready" once counting, and {"NAME": packets, ...} as JSON when its
 stdin closes or it gets SIGTERM/SIGINT.
@@ -30,11 +35,13 @@ LDX_B_MSH, LD_H_IND, JEQ_K, RET_K = 0xB1, 0x48, 0x15, 0x06
 
 
 def flow_filter(src, dport, ip_len):
-    """Classic BPF: accept (1 byte) IPv4 UDP from src to dport of that IP length."""
+    """Classic BPF: accept (1 byte) IPv4 UDP from src to dport of that IP
+    length (any when 0)."""
+    length = [(LD_H_ABS, 16, None), (JEQ_K, ip_len, True)] if ip_len else []  # IP total length
     jumps = [(LD_H_ABS, 12, None), (JEQ_K, ETH_P_IP, True),       # ethertype
              (LD_B_ABS, 23, None), (JEQ_K, 17, True),             # protocol
              (LD_W_ABS, 26, None), (JEQ_K, int(ipaddress.IPv4Address(src)), True),
-             (LD_H_ABS, 16, None), (JEQ_K, ip_len, True),         # IP total length
+             *length,
              (LDX_B_MSH, 14, None), (LD_H_IND, 16, None),         # UDP dport
              (JEQ_K, dport, True)]
     n = len(jumps)

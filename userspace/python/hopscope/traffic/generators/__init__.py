@@ -4,3 +4,9 @@
 # it: the generator, not the router, set the limit (reported, and a throughput
 # trial at that rate tests nothing)
 REACHED = 0.95
+
+
+def kernel_counted(s, cond):
+    """Whether sender s's received packets are counted in the receiver's kernel
+    (rxcount.py): its UDP flows, unless a sink drops them before."""
+    return s.protocol == "udp" and not cond.testbed["sink"]
