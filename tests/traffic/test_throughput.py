@@ -18,8 +18,12 @@ SHAPER_PPS = RATE_BIT / 8 / FRAME  # 2000
 # searched between these: D-ITG's constant rate is exact only above 1000 pps,
 # where it busy-waits its gaps (asked 750, it sent 593 pps)
 LOW, HIGH = 0.75 * SHAPER_PPS, 1.25 * SHAPER_PPS
-LIMIT, BURST_FRAMES = 10, 3028 // FRAME  # the testbed's queue and 2-frame burst
-TRIAL_S = 2.0
+# the shaper's queue holds 25 ms at its rate: a router CPU held up by a busy
+# host for 10 ms overflowed a 10-packet queue below the rate (its tokens past
+# the burst are lost meanwhile); the more it holds, the more a trial above the
+# rate passes, LIMIT + BURST_FRAMES over TRIAL_S pps
+LIMIT, BURST_FRAMES = 50, 3028 // FRAME  # the testbed's queue and 2-frame burst
+TRIAL_S = 3.0
 
 # One condition: sender1 D-ITG at a constant rate through the shaped router.
 SCENARIO = f"""
@@ -49,7 +53,7 @@ def search(tmp_path):
     p = hopscope("throughput", scenario, "-o", out, "--prefix", PREFIX, "--min", LOW, "--max", HIGH,
                  "--resolution", 20, "--trial-seconds", TRIAL_S)
     try:
-        _, err = p.communicate(timeout=150)
+        _, err = p.communicate(timeout=400)
     finally:
         if p.poll() is None:
             stop_group(p)
@@ -66,8 +70,15 @@ def test_lossless_rate_is_just_below_the_shapers(search):
     # every trial above the shaper by more than its queue and burst can hold lost packets
     slack = (LIMIT + BURST_FRAMES) / TRIAL_S
     trials = result["trials"]
-    for t in trials:     # never more through than the shaper passes, however busy
-        assert t["received"] <= SHAPER_PPS * TRIAL_S + LIMIT + BURST_FRAMES + 5, t
+    for t in trials:
+        for a in t.get("attempts", [t]):
+            # never more through than the shaper passes, however busy
+            assert a["received"] <= SHAPER_PPS * TRIAL_S + LIMIT + BURST_FRAMES + 5, a
+            # the shaper's queue is where packets are lost (D-ITG's signalling
+            # through it can be dropped there too), received counted in the
+            # receiver's kernel
+            assert 0 <= a["sent"] - a["received"] <= a["router_queue_dropped"], a
+            assert a["router_steal_ms"] >= 0, a
     if result["limited_by"] == "generator":
         # a busy machine held the generator below what was asked: the search
         # says so and gives a lower bound, never a rate above the shaper's
@@ -139,6 +150,8 @@ def test_bad_options_are_refused(tmp_path):
 
 # ---- the search itself, on a simulated router (no testbed) ----
 
+SIM_S = 2.0  # a simulated trial's seconds
+
 def simulated(drops_above, flukes=(), short=(), reaches=None):
     """run_trial for search(): a router that loses packets at every rate above
     drops_above, a busy machine that loses one packet in the runs whose index
@@ -148,10 +161,10 @@ def simulated(drops_above, flukes=(), short=(), reaches=None):
 
     def run_trial(cond, rate, index):
         offered = min(rate, reaches or rate) / (2 if index in short else 1)
-        sent = round(offered * TRIAL_S)
-        lost = max(0, sent - round(drops_above * TRIAL_S)) + (index in flukes)
+        sent = round(offered * SIM_S)
+        lost = max(0, sent - round(drops_above * SIM_S)) + (index in flukes)
         runs.append((index, rate, lost))
-        return Trial(rate, sent, sent - lost, sent / TRIAL_S, 0.1, f"{index + 1:02d}-{rate:g}pps")
+        return Trial(rate, sent, sent - lost, sent / SIM_S, 0.1, f"{index + 1:02d}-{rate:g}pps")
     return run_trial, runs
 
 
@@ -213,7 +226,7 @@ def test_a_repeat_held_back_does_not_clear_a_loss():
 
     def run_trial(cond, rate, index):
         sent, received = runs[index]
-        return Trial(rate, sent, received, sent / TRIAL_S, 0.1, f"{index + 1:02d}")
+        return Trial(rate, sent, received, sent / SIM_S, 0.1, f"{index + 1:02d}")
     pps, limited_by, trials = binary_search(Cond, 0, 2016, 5000, run_trial)
     assert (pps, limited_by) == (None, "loss")
     t, = trials

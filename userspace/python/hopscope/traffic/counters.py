@@ -1,6 +1,6 @@
 """What the kernel counted during a run, outside the tracer: every testbed
-interface's packets and drops, the receiver's UDP errors, the sink, and the
-CPU time the machine's host took from each CPU (steal). Taken before the
+interface's packets and drops, the drops of the router's output queue, the
+receiver's UDP errors, the sink, and the CPU time the machine's host took from each CPU (steal). Taken before the
 senders start and after they stop; the runner keeps the deltas."""
 import json
 import os
@@ -57,6 +57,14 @@ def _qdisc_queued(ns, dev):
     return sum(q.get("qlen", 0) for q in json.loads(out))
 
 
+def _qdisc_drops(ns, dev):
+    """Packets the device's root qdisc dropped (a shaper's leaf counts its
+    drops in the root's too); 0 on a device without a queue."""
+    out = subprocess.run(["tc", "-n", ns, "-s", "-j", "qdisc", "show", "dev", dev],
+                         capture_output=True, text=True, check=True).stdout
+    return sum(q.get("drops", 0) for q in json.loads(out) if q.get("root"))
+
+
 def quiet_state(lay):
     """What still moves after the senders stopped: the router's output
     queue, its transmits, the receiver's arrivals and its sockets' queues."""
@@ -77,6 +85,8 @@ class Counters:
         ns = self.lay["namespaces"]
         snap = {role: _links(name) for role, name in ns.items()}
         snap["receiver_udp"] = _udp(ns["receiver"])
+        snap["router_out_queue"] = {"dropped": _qdisc_drops(ns["router"],
+                                                            self.lay["router"]["out"])}
         snap["cpu_steal_ms"] = _steal_ms()
         if self.sink:
             words = self.testbed("sink").split()  # "packets N bytes M"
@@ -91,7 +101,7 @@ class Counters:
 
     def deltas(self):
         """{role: {interface: {counter: after - before}}, receiver_udp: {...},
-        cpu_steal_ms: {cpu: ms}, sink: {...}}"""
+        router_out_queue: {dropped: N}, cpu_steal_ms: {cpu: ms}, sink: {...}}"""
         a, b = self.snaps
         return {k: _delta(a[k], b[k]) for k in a}
 

@@ -16,3 +16,5 @@ class RunResult:
     seconds: float = 0.0
     truth: dict | None = None   # truth.truth_counts per sender (with a recording)
     records: object = None      # the run's records (hopscope.load), loaded once
+    counters: dict | None = None  # counters.Counters.deltas(): what the kernel counted
+    cpus: dict | None = None    # role -> CPU, as the testbed placed them

@@ -38,6 +38,11 @@ class Trial:
     offered_pps: float  # sent / trial seconds
     seconds: float      # the trial's wall time, testbed included
     folder: str = ""    # its folder under DIR/trials/CONDITION/
+    # where loss happened: packets the router's output queue dropped (a
+    # shaper's, or a full queue), and the router CPU's steal (ms its vCPU
+    # waited for the host): a stalled router forwards a burst after
+    router_queue_dropped: int | None = None
+    router_steal_ms: int | None = None
     attempts: tuple = ()  # a repeated rate: both runs in order (this one decided)
 
     @property
@@ -103,8 +108,10 @@ def search(cond, lo, hi, resolution, run_trial, progress=None):
         t = run_trial(cond, rate, runs[0])
         runs[0] += 1
         if progress:
+            where = (f" ({t.router_queue_dropped} dropped by the router's output queue)"
+                     if not t.lossless and t.router_queue_dropped is not None else "")
             progress.finish(f"sent {t.sent}, received {t.received}, offered {t.offered_pps:.0f}"
-                            f" pps: {'lossless' if t.lossless else 'LOSS'}")
+                            f" pps: {'lossless' if t.lossless else 'LOSS' + where}")
         return t
 
     def trial(rate):
@@ -161,7 +168,8 @@ def trial_runner(outdir, prefix, trial_seconds):
                           prefix=prefix, record=False)
         sent, received = sum(r.sent.values()), sum(r.received.values())
         return Trial(rate, sent, received, sent / trial_seconds, time.monotonic() - started,
-                     name)
+                     name, r.counters["router_out_queue"]["dropped"],
+                     r.counters["cpu_steal_ms"].get(str(r.cpus["router"])))
     return run_trial
 
 
