@@ -110,6 +110,14 @@ struct hs_hook {
 
 #define HS_MAX_HOOKS 16
 
+/* what the drain saw, for the recorder's own counts: one CPU's ring in
+ * records, and the most records one ring held when a drain came (0: this
+ * backend cannot see it) */
+struct hs_drain_seen {
+	uint64_t ring_records;
+	uint64_t peak_waiting;
+};
+
 struct hs_backend {
 	const char *name;
 	/* attach everything; on failure print why to stderr and return -errno */
@@ -153,6 +161,7 @@ struct hs_backend {
 	struct hs_hook hooks[HS_MAX_HOOKS];
 	int nhooks;
 	struct js info;
+	struct hs_drain_seen drain;	/* kept up to date by poll and stop */
 };
 
 /* backend_common.c: a copy of ops with priv_size zeroed bytes as priv, no

@@ -75,6 +75,7 @@ struct ebpf {
 	struct hs_config *cfg;
 	hs_record_cb cb;
 	void *cb_ctx;
+	struct hs_drain_seen *drain;	/* the backend's */
 };
 
 /* a record from an input: its metadata reached a later stage, so it works */
@@ -102,6 +103,10 @@ static int ring_drain(struct ebpf *e)
 		struct hs_ring_pos *p = &e->ring_pos[c];
 		uint64_t read = p->read, claim = __atomic_load_n(&p->claim, __ATOMIC_ACQUIRE);
 		int err = 0;
+
+		/* how full the drain found it (programs stop short of full) */
+		if (claim - read > e->drain->peak_waiting)
+			e->drain->peak_waiting = claim - read;
 
 		for (; read != claim && !err; read++) {
 			const struct hs_record *at =
@@ -378,6 +383,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_slot_shift = shift;
 	s->rodata->cfg_stages = cfg->stages;
 	e->ring_shift = ring_shift(cfg, ncpu);
+	e->drain->ring_records = 1ull << e->ring_shift;
 	s->rodata->cfg_ring_shift = e->ring_shift;
 	s->rodata->cfg_floor = cfg->floor;
 	s->rodata->cfg_hist = cfg->hist;
@@ -1136,5 +1142,6 @@ struct hs_backend *hs_backend_ebpf(void)
 		return NULL;
 	e = b->priv;
 	e->sync_outer = e->sync_inner = -1;
+	e->drain = &b->drain;
 	return b;
 }

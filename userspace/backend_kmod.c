@@ -159,6 +159,7 @@ static void describe(struct hs_backend *b, const struct kmod *k, const struct hs
 	js_u64(&b->info, "slots", k->info.slots);
 	js_u64(&b->info, "ring_records", k->info.ring_records);
 	js_close(&b->info, '}');
+	b->drain.ring_records = k->info.ring_records;	/* its fill: the module's to see */
 }
 
 static int kmod_open(struct hs_backend *b, struct hs_config *cfg)

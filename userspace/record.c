@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 #include "backend.h"
@@ -440,6 +441,7 @@ struct run {
 	/* packets still in a slot when the probes stopped (records or not:
 	 * --aggregate writes none); 0 until then */
 	uint64_t inflight_at_stop;
+	uint64_t drain_max_gap_ns;	/* the longest time from one drain's start to the next */
 	struct hs_snapshot snap;
 	struct hs_sampling sampling;
 	uint32_t said_n;	/* --sample auto: the N last said on stderr */
@@ -543,6 +545,17 @@ static void read_nat(struct run *run, bool final)
 }
 
 /* w: the file the chunk is for, the run's or a flight dump's */
+/* this process's CPU time, user and system */
+static uint64_t cpu_ns(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_SELF, &ru))
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000000ull +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
+}
+
 static char *counters_json(struct run *run, struct hs_writer *w, const char *stop_reason)
 {
 	struct js j;
@@ -559,6 +572,12 @@ static char *counters_json(struct run *run, struct hs_writer *w, const char *sto
 		.t4_unseen = w->t4_unseen,
 		.not_stored = w->not_stored,
 		.inflight_at_stop = run->inflight_at_stop,
+		.cpu_ns = cpu_ns(),
+		.drain_max_gap_ns = run->drain_max_gap_ns,
+		.ring_records = run->b->drain.ring_records,
+		.ring_peak_waiting = run->b->drain.peak_waiting,
+		.write_ns = w->write_ns,
+		.write_max_ns = w->write_max_ns,
 	};
 
 	js_init(&j);
@@ -718,13 +737,19 @@ static void resample(struct run *run, double t, int quiet)
 static int record_loop(struct run *run, struct opts *o)
 {
 	double start = now_s(), last_flush = start, last_read = start, last_live = start;
+	double last_poll = start;
 	const char *reason = "signal";
 	int live = !o->quiet && isatty(2);
 	char *js;
 
 	while (!stop_signal && !run->err) {
-		double t;
-		int n = run->b->poll(run->b, 20, on_record, run);
+		double t, polled = now_s();
+		int n;
+
+		if (polled > last_poll && (polled - last_poll) * 1e9 > run->drain_max_gap_ns)
+			run->drain_max_gap_ns = (polled - last_poll) * 1e9;
+		last_poll = polled;
+		n = run->b->poll(run->b, 20, on_record, run);
 
 		if (n < 0 && n != -EINTR) {
 			/* a write error comes back through the callback (the writer

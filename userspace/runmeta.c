@@ -376,6 +376,12 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs
 	js_u64(j, "t4_unseen", u->t4_unseen);
 	js_u64(j, "records_not_stored", u->not_stored);
 	js_u64(j, "inflight_at_stop", u->inflight_at_stop);
+	js_u64(j, "cpu_ns", u->cpu_ns);
+	js_u64(j, "drain_max_gap_ns", u->drain_max_gap_ns);
+	js_u64(j, "ring_records", u->ring_records);
+	js_u64(j, "ring_peak_waiting", u->ring_peak_waiting);
+	js_u64(j, "write_ns", u->write_ns);
+	js_u64(j, "write_max_ns", u->write_max_ns);
 	js_close(j, '}');
 	if (cost)
 		cost_json(j, cost);

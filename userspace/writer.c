@@ -8,15 +8,29 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <zlib.h>
 #include "writer.h"
 
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
+}
+
 static int write_all(struct hs_writer *w, const void *p, size_t n)
 {
 	while (n) {
+		uint64_t t0 = mono_ns();
 		ssize_t k = write(w->fd, p, n);
+		uint64_t dt = mono_ns() - t0;
 
+		w->write_ns += dt;
+		if (dt > w->write_max_ns)
+			w->write_max_ns = dt;
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;

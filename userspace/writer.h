@@ -27,6 +27,8 @@ struct hs_writer {
 	uint64_t whole;			/* file bytes up to the end of the last whole chunk */
 	int err;			/* the first write error (-errno); nothing is written after it */
 	uint64_t not_stored;		/* records received but not in the file (after err) */
+	/* time in write(): the drain waits meanwhile, and the rings fill */
+	uint64_t write_ns, write_max_ns;
 };
 
 int hs_writer_open(struct hs_writer *w, const char *path, const char *header_json);

@@ -19,7 +19,15 @@ an XDP sink, the recorder runs on the other CPU. A second pass with
 kernel.bpf_stats_enabled gives ns per program run per stage (the stats cost
 ~35-40 ns per run themselves, so they stay off while rates are measured).
 
-    evaluation/bench/overhead.py [--payloads 64,1400] [--rounds 3] [--seconds 4]
+With --beside KIND the bench starts other work of its own after the testbed
+is up, so the shield does not move it (beside.py: busy loops, forks, a
+writer that syncs, memory churn), and keeps it running through every round:
+the recorder then shares the machine as a production router's does. Each
+traced run reports the recorder's own work from its END chunk: CPU time per
+record, the longest gap between drains, the fullest a ring was at a drain,
+the longest write(), and records lost in the rings per second.
+
+    evaluation/bench/overhead.py [--payloads 64,1400] [--rounds 3] [--seconds 4] [--beside KIND]
 Writes evaluation/results/overhead.json and prints a table (evaluation/bench/overhead_table.py
 puts it in README). Needs root and `make`.
 """
@@ -33,6 +41,7 @@ import time
 
 import benchlib
 import hopscope
+from beside import BESIDE, Beside
 from benchlib import ROOT
 from captures import Capture
 from overhead_table import ns_over_floor
@@ -155,6 +164,11 @@ def blast(payload, seconds, warmup=1.0):
     return (n1 - n0) / (t1 - t0), again
 
 
+# END's userspace counts of the recorder's own work
+RECORDER_KEYS = ("cpu_ns", "drain_max_gap_ns", "ring_records", "ring_peak_waiting", "write_ns",
+                 "write_max_ns")
+
+
 def measure(config, payload, seconds, tmp):
     """One rate measurement; for `traced` also how complete the recording was,
     for `aggregate` and `sampled` the packets completed (and left out), for
@@ -164,7 +178,7 @@ def measure(config, payload, seconds, tmp):
     taps = [Capture(PREFIX + "router", iface, way, os.path.join(tmp, f"{iface}-{payload}.pcap"),
                     cpu=1, port=IPERF_PORT)
             for iface, way in (("r-s1", "in"), ("r-rx", "out"))] if config == "tcpdump" else []
-    before = tx_packets()
+    before, started = tx_packets(), time.monotonic()
     try:
         rate, again = blast(payload, seconds)
     finally:
@@ -173,6 +187,7 @@ def measure(config, payload, seconds, tmp):
         if rec:
             rec.stop()
         dropped = [t.stop() for t in taps]
+        lasted = time.monotonic() - started
     out = {"pps": rate, "repeated": again}
     if taps:
         # each pcap against the packets forwarded in the run (which include
@@ -190,7 +205,9 @@ def measure(config, payload, seconds, tmp):
                    # lost in the ring, or for the router itself
                    seen=c["xdp_pkts"] - c["xdp_nonip"] - c["xdp_truncated"] - c["local"],
                    records=len(df), t4_unseen=u["t4_unseen"],
-                   complete_counted=c["complete"], ring_lost_complete=c["rb_fail_complete"])
+                   complete_counted=c["complete"], ring_lost_complete=c["rb_fail_complete"],
+                   # the recorder's own work (docs/record-format.md), over the run
+                   seconds=lasted, recorder={k: u[k] for k in RECORDER_KEYS})
     if config in ("aggregate", "sampled"):
         # no records: the packets the kernel completed, and those left out
         c = hopscope.load(path).attrs["trailer"]["counters"]
@@ -268,6 +285,13 @@ def report(res, payloads):
               f"{s['traced_over_untraced']:10.3f} {s['traced_over_floor']:13.3f} "
               f"{s['tcpdump_over_untraced']:11.3f} {s['completeness']:9.4%} {s['ring_lost']:10d} "
               f"{s['pcap_in_completeness']:8.2%} {s['pcap_out_completeness']:9.2%}")
+    print(f"\nthe recorder ({res['beside']} beside): {'payload':>8} {'lost/s':>8} "
+          f"{'ns/record':>10} {'drain gap':>10} {'ring peak':>10} {'write max':>10}")
+    for p in payloads:
+        s = res["summary"][str(p)]
+        print(f"{'':>22}{p:>6} B {s['ring_lost_per_s']:8.0f} {s['recorder_ns_per_record']:10.0f} "
+              f"{s['drain_max_gap_ms']:8.1f}ms {s['ring_peak_fill']:10.1%} "
+              f"{s['write_max_ms']:8.1f}ms")
     print(f"\nthe clock floor (one clock read per stage), kpps: {'payload':>8} {'clock':>6} "
           f"{'clock/floor':>12} {'traced/clock':>13}")
     for p in payloads:
@@ -348,8 +372,22 @@ def summarise(rounds, payloads):
             "repeated": sum(r[c].get("repeated", 0) for r in rs for c in CONFIGS),
             "ring_lost": sum(r["traced"]["ring_lost"] for r in rs),
             "evicted": sum(r["traced"]["evicted"] for r in rs),
+            **recorder_summary([r["traced"] for r in rs]),
         }
     return summary
+
+
+def recorder_summary(runs):
+    """The recorder's work over the traced runs: records lost in the rings per
+    second, CPU time per record (ns = ms per million records), and the
+    worst drain gap, ring fill and write()."""
+    rec = [r["recorder"] for r in runs]
+    records = sum(r["records"] + r["ring_lost"] for r in runs)
+    return {"ring_lost_per_s": sum(r["ring_lost"] for r in runs) / sum(r["seconds"] for r in runs),
+            "recorder_ns_per_record": sum(x["cpu_ns"] for x in rec) / records if records else 0.0,
+            "drain_max_gap_ms": max(x["drain_max_gap_ns"] for x in rec) / 1e6,
+            "ring_peak_fill": max(x["ring_peak_waiting"] / x["ring_records"] for x in rec),
+            "write_max_ms": max(x["write_max_ns"] for x in rec) / 1e6}
 
 
 def main():
@@ -358,6 +396,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
     ap.add_argument("--record-args", default="", help="more options for hopscope record, "
                     "e.g. '--slots 2048' (both floor and traced get them)")
+    ap.add_argument("--beside", default="none", choices=BESIDE,
+                    help="other work running through the rounds (beside.py; default none)")
     a = ap.parse_args()
     Recorder.extra = a.record_args.split()
     benchlib.preflight("overhead", ("iperf3", "tcpdump"))
@@ -373,10 +413,10 @@ def main():
     res = {"date": time.strftime("%Y-%m-%d", time.gmtime()),  # README's table says it
            "rounds": [], "ns_per_run": {}, "machine": os.uname().release,
            "cpus": os.cpu_count(), "seconds": a.seconds,
-           "record_args": Recorder.extra, "goals": GOALS}
+           "record_args": Recorder.extra, "beside": a.beside, "goals": GOALS}
     try:
         time.sleep(0.5)
-        with tempfile.TemporaryDirectory() as tmp:
+        with tempfile.TemporaryDirectory() as tmp, Beside(a.beside, tmp):
             for i in range(a.rounds):
                 order = benchlib.rotated(CONFIGS, i)
                 rnd = {}
@@ -385,6 +425,7 @@ def main():
                     print(f"round {i + 1}/{a.rounds} {p} B: " + "  ".join(
                         f"{c} {rnd[str(p)][c]['pps'] / 1e3:.0f} kpps" for c in CONFIGS), flush=True)
                 res["rounds"].append(rnd)
+        with tempfile.TemporaryDirectory() as tmp:
             sysctl("kernel.bpf_stats_enabled", 1)
             for p in payloads:
                 res["ns_per_run"][str(p)] = stats_pass(p, min(a.seconds, 2.0), tmp)

@@ -20,8 +20,10 @@ CONFIGS = {"untraced", "floor", "clock", "traced", "tcpdump", "aggregate", "samp
 
 def test_a_short_run_measures_every_configuration(tmp_path):
     out = tmp_path / "overhead.json"
+    # beside forks: the bench's own other work, started and stopped by it
     r = subprocess.run([sys.executable, BENCH, "--payloads", "64", "--rounds", "1",
-                        "--seconds", "0.5", "-o", str(out)], capture_output=True, text=True,
+                        "--seconds", "0.5", "--beside", "fork", "-o", str(out)],
+                       capture_output=True, text=True,
                        env=dict(os.environ, HS_PREFIX=PREFIX), timeout=900)
     try:
         assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
@@ -42,6 +44,19 @@ def test_a_short_run_measures_every_configuration(tmp_path):
     assert t["seen"] == t["records"] + t["ring_lost"], t
     assert t["complete_counted"] == t["complete"] + t["ring_lost_complete"], t
     assert t["forwarded"] <= t["records"] + t["ring_lost"], t
+    # the recorder's own work, from its END chunk: what it spent and saw
+    rec = t["recorder"]
+    assert rec["cpu_ns"] > 0 and rec["write_ns"] > 0, rec
+    assert rec["ring_records"] & (rec["ring_records"] - 1) == 0, rec  # a power of 2
+    assert 0 < rec["ring_peak_waiting"] <= rec["ring_records"], rec
+    assert 0 < rec["write_max_ns"] <= rec["write_ns"], rec
+    assert rec["drain_max_gap_ns"] > 0, rec
+    s = res["summary"]["64"]
+    assert res["beside"] == "fork"
+    assert s["ring_lost_per_s"] == t["ring_lost"] / t["seconds"], s
+    assert s["recorder_ns_per_record"] == rec["cpu_ns"] / (t["records"] + t["ring_lost"]), s
+    assert s["ring_peak_fill"] == rec["ring_peak_waiting"] / rec["ring_records"], s
+    assert "the recorder (fork beside)" in r.stdout
     assert set(res["ns_per_run"]["64"]) == CONFIGS - {"untraced", "tcpdump"}
     page, readme = tmp_path / "overhead.md", tmp_path / "README.md"
     shutil.copy(os.path.join(ROOT, "evaluation", "overhead.md"), page)

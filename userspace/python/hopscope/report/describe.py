@@ -132,6 +132,8 @@ def describe(df):
                 "inflight_at_stop")
         detail = ", ".join(f"{k} {us[k]}" for k in keys if k in us)
         out.append(("stopped", f"{tr.get('stop_reason', '?')}; {detail}"))
+        if "cpu_ns" in us:
+            out.append(("recorder", recorder_line(us)))
     counters = (a["counters"] or {}).get("counters") or {}
     nonzero = ", ".join(f"{k} {v}" for k, v in counters.items() if v)
     out.append(("counters", nonzero or "none"))
@@ -140,6 +142,22 @@ def describe(df):
     if a.get("notes"):
         out.append(("notes", "; ".join(a["notes"])))
     return out
+
+
+def recorder_line(us):
+    """The recorder's own work, from END's userspace counts: what keeping up cost."""
+    n = us.get("records_written", 0) + us.get("records_not_stored", 0)
+    per = f" ({us['cpu_ns'] / n:.0f} ns a record)" if n else ""
+    ring = us.get("ring_records", 0)
+    fill = (f"; a ring held {us['ring_peak_waiting']} of {ring} records at most"
+            if ring and "ring_peak_waiting" in us and us["ring_peak_waiting"] else "")
+    return (f"CPU {_time(us['cpu_ns'])}{per}; drains at most "
+            f"{_time(us.get('drain_max_gap_ns', 0))} apart{fill}; write() "
+            f"{_time(us.get('write_ns', 0))}, the longest {_time(us.get('write_max_ns', 0))}")
+
+
+def _time(ns):
+    return f"{ns / 1e9:.2f} s" if ns >= 1e9 else f"{ns / 1e6:.1f} ms"
 
 
 def unrecorded(counters):
