@@ -34,7 +34,7 @@ endif
 CFLAGS   ?= -g -O2
 CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11 -Iinclude -I$(OUT) -Iuserspace
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(OUT) -Iebpf
-LDLIBS   := -lbpf -lelf -lz
+LDLIBS   := -lbpf -lelf -lz -pthread
 
 STAGES   := ebpf/maps.bpf.c $(wildcard ebpf/stage_*.bpf.c)
 STAGE_OBJS := $(patsubst ebpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(STAGES))

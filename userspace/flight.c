@@ -203,6 +203,8 @@ static int dump(struct hs_flight *f)
 	/* their flows' translations as the kernel has them now */
 	if (!err && f->b->nat)
 		err = f->b->nat(f->b, dump_nat, &w);
+	if (!err)
+		err = hs_writer_sync(&w);	/* END's counts final */
 	if (!err) {
 		end = f->end(f->ctx, &w);
 		err = end ? hs_writer_close(&w, end) : -ENOMEM;

@@ -442,6 +442,8 @@ struct run {
 	 * --aggregate writes none); 0 until then */
 	uint64_t inflight_at_stop;
 	uint64_t drain_max_gap_ns;	/* the longest time from one drain's start to the next */
+	/* the drain's time runnable but not running: another task had its CPU */
+	uint64_t drain_cpu_wait_ns, drain_cpu_wait_at_start;
 	struct hs_snapshot snap;
 	struct hs_sampling sampling;
 	uint32_t said_n;	/* --sample auto: the N last said on stderr */
@@ -556,6 +558,20 @@ static uint64_t cpu_ns(void)
 	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1000ull;
 }
 
+/* this thread's time waiting for a CPU while runnable (schedstat's second
+ * field; 0 where the kernel does not keep it) */
+static uint64_t runq_wait_ns(void)
+{
+	unsigned long long run_ns, wait_ns = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+	if (f && fscanf(f, "%llu %llu", &run_ns, &wait_ns) != 2)
+		wait_ns = 0;
+	if (f)
+		fclose(f);
+	return wait_ns;
+}
+
 static char *counters_json(struct run *run, struct hs_writer *w, const char *stop_reason)
 {
 	struct js j;
@@ -573,6 +589,7 @@ static char *counters_json(struct run *run, struct hs_writer *w, const char *sto
 		.not_stored = w->not_stored,
 		.inflight_at_stop = run->inflight_at_stop,
 		.cpu_ns = cpu_ns(),
+		.drain_cpu_wait_ns = run->drain_cpu_wait_ns,
 		.drain_max_gap_ns = run->drain_max_gap_ns,
 		.ring_records = run->b->drain.ring_records,
 		.ring_peak_waiting = run->b->drain.peak_waiting,
@@ -738,6 +755,8 @@ static int record_loop(struct run *run, struct opts *o)
 {
 	double start = now_s(), last_flush = start, last_read = start, last_live = start;
 	double last_poll = start;
+
+	run->drain_cpu_wait_at_start = runq_wait_ns();
 	const char *reason = "signal";
 	int live = !o->quiet && isatty(2);
 	char *js;
@@ -764,6 +783,7 @@ static int record_loop(struct run *run, struct opts *o)
 		}
 		t = now_s();
 		if (t - last_read >= 1.0) {
+			run->drain_cpu_wait_ns = runq_wait_ns() - run->drain_cpu_wait_at_start;
 			hs_ifwatch(run->cfg, run->b);
 			read_counters(run, 0);
 			if (!run->counters_err)
@@ -795,6 +815,7 @@ static int record_loop(struct run *run, struct opts *o)
 	}
 	if (run->err)
 		reason = "error";
+	run->drain_cpu_wait_ns = runq_wait_ns() - run->drain_cpu_wait_at_start;
 	/* a trigger still waiting for --flight-after: dumped while the probes run */
 	if (run->flight)
 		hs_flight_tick(run->flight, 1);
@@ -808,6 +829,12 @@ static int record_loop(struct run *run, struct opts *o)
 	read_nat(run, true);
 	if (run->flight)	/* its counts as the stop left them, for END */
 		hs_flight_tick(run->flight, 1);
+	/* every record in the file or counted not stored before END counts them
+	 * (the writing thread says a failure of its own here, if not before) */
+	if (hs_writer_sync(&run->w) && !run->err) {
+		run->err = run->w.err;
+		reason = "error";
+	}
 	js = counters_json(run, &run->w, reason);
 	snapshot(run, js, 1);
 	/* after a write error too: the writer cut the file back to whole chunks,

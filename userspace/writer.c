@@ -21,6 +21,14 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ull + ts.tv_nsec;
 }
 
+/* one chunk for the I/O thread; a RECORDS buffer goes back to the spares */
+struct hs_write_item {
+	struct hs_write_item *next;
+	uint32_t type, count, bytes;
+	void *payload;
+	bool is_buf;
+};
+
 static int write_all(struct hs_writer *w, const void *p, size_t n)
 {
 	while (n) {
@@ -28,9 +36,10 @@ static int write_all(struct hs_writer *w, const void *p, size_t n)
 		ssize_t k = write(w->fd, p, n);
 		uint64_t dt = mono_ns() - t0;
 
-		w->write_ns += dt;
+		/* one writer at a time (the I/O thread once it runs); read elsewhere */
+		__atomic_store_n(&w->write_ns, w->write_ns + dt, __ATOMIC_RELAXED);
 		if (dt > w->write_max_ns)
-			w->write_max_ns = dt;
+			__atomic_store_n(&w->write_max_ns, dt, __ATOMIC_RELAXED);
 		if (k < 0) {
 			if (errno == EINTR)
 				continue;
@@ -51,18 +60,38 @@ static void cut_back(struct hs_writer *w)
 		lseek(w->fd, w->whole, SEEK_SET);
 }
 
-/* A write failed (disk full, file too large, I/O error): from now on nothing is
- * written. The file is cut back (room for the END chunk, hs_writer_close); the
- * records buffered are counted as not stored. */
+/* A write failed (disk full, file too large, I/O error; the I/O thread cut
+ * the file back, room for the END chunk) or a buffer could not be had: from
+ * now on nothing is written. The records buffered are counted as not stored. */
 static int fail(struct hs_writer *w, int err)
 {
-	if (!w->err) {
+	if (!w->err)
 		w->err = err;
-		cut_back(w);
-	}
 	w->not_stored += w->nbuf;
 	w->nbuf = 0;
 	return w->err;
+}
+
+/* what the I/O thread could not write, into the caller's counts */
+static void fold_io(struct hs_writer *w)
+{
+	if (!w->io_started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->written -= w->io_lost;
+	w->not_stored += w->io_lost;
+	w->io_lost = 0;
+	if (w->io_err && !w->err)
+		w->err = w->io_err;
+	pthread_mutex_unlock(&w->mu);
+}
+
+/* the caller's view after an I/O thread's failure: its error, nbuf not stored */
+static int check_io(struct hs_writer *w)
+{
+	if (__atomic_load_n(&w->io_failed, __ATOMIC_ACQUIRE))
+		fold_io(w);
+	return w->err ? fail(w, w->err) : 0;
 }
 
 static int write_chunk(struct hs_writer *w, uint32_t type, uint32_t count,
@@ -125,6 +154,114 @@ static int create(struct hs_writer *w, const char *path)
 	return 0;
 }
 
+static void release(struct hs_writer *w, struct hs_write_item *it)
+{
+	if (it->is_buf) {
+		w->queued_bufs--;
+		if (w->nspare < sizeof(w->spare) / sizeof(*w->spare))
+			w->spare[w->nspare++] = it->payload;
+		else
+			free(it->payload);
+	} else {
+		free(it->payload);
+	}
+	free(it);
+}
+
+/* Writes the queue's chunks in order; after a failure it writes nothing more
+ * and counts the records of every chunk it drops. */
+static void *io_main(void *arg)
+{
+	struct hs_writer *w = arg;
+
+	pthread_mutex_lock(&w->mu);
+	for (;;) {
+		struct hs_write_item *it;
+		int err;
+
+		while (!w->head && !w->io_quit)
+			pthread_cond_wait(&w->more, &w->mu);
+		if (!w->head)
+			break;
+		it = w->head;
+		w->head = it->next;
+		if (!w->head)
+			w->tail = NULL;
+		w->io_busy = true;
+		err = w->io_err;
+		pthread_mutex_unlock(&w->mu);
+		if (!err)
+			err = write_chunk(w, it->type, it->count, it->payload, it->bytes);
+		pthread_mutex_lock(&w->mu);
+		if (err) {
+			if (!w->io_err) {
+				w->io_err = err;
+				cut_back(w);
+				__atomic_store_n(&w->io_failed, 1, __ATOMIC_RELEASE);
+			}
+			if (it->type == HS_CHUNK_RECORDS)
+				w->io_lost += it->count;
+		}
+		release(w, it);
+		w->io_busy = false;
+		pthread_cond_broadcast(&w->done);
+	}
+	pthread_mutex_unlock(&w->mu);
+	return NULL;
+}
+
+/* one chunk to the I/O thread, which then owns payload; a RECORDS buffer
+ * waits for room (HS_WRITE_QUEUE_CHUNKS) */
+static int enqueue(struct hs_writer *w, uint32_t type, uint32_t count, void *payload,
+		   uint32_t bytes, bool is_buf)
+{
+	struct hs_write_item *it = malloc(sizeof(*it));
+
+	if (!it)
+		return -ENOMEM;
+	*it = (struct hs_write_item){ .type = type, .count = count, .bytes = bytes,
+				      .payload = payload, .is_buf = is_buf };
+	pthread_mutex_lock(&w->mu);
+	while (is_buf && w->queued_bufs >= HS_WRITE_QUEUE_CHUNKS && !w->io_err)
+		pthread_cond_wait(&w->done, &w->mu);
+	if (w->tail)
+		w->tail->next = it;
+	else
+		w->head = it;
+	w->tail = it;
+	w->queued_bufs += is_buf;
+	pthread_cond_signal(&w->more);
+	pthread_mutex_unlock(&w->mu);
+	return 0;
+}
+
+static struct hs_record *take_buffer(struct hs_writer *w)
+{
+	struct hs_record *buf = NULL;
+
+	pthread_mutex_lock(&w->mu);
+	if (w->nspare)
+		buf = w->spare[--w->nspare];
+	pthread_mutex_unlock(&w->mu);
+	return buf ? buf : malloc(HS_CHUNK_RECORDS_MAX * sizeof(*buf));
+}
+
+static void stop_io(struct hs_writer *w)
+{
+	if (!w->io_started)
+		return;
+	pthread_mutex_lock(&w->mu);
+	w->io_quit = true;
+	pthread_cond_signal(&w->more);
+	pthread_mutex_unlock(&w->mu);
+	pthread_join(w->io, NULL);	/* it wrote (or dropped) every chunk queued */
+	fold_io(w);
+	pthread_mutex_destroy(&w->mu);
+	pthread_cond_destroy(&w->more);
+	pthread_cond_destroy(&w->done);
+	w->io_started = false;
+}
+
 int hs_writer_open(struct hs_writer *w, const char *path, const char *header_json)
 {
 	struct hs_file_header h = {
@@ -170,21 +307,38 @@ int hs_writer_open(struct hs_writer *w, const char *path, const char *header_jso
 		return err;
 	w->tmp[0] = 0;
 	w->whole = sizeof(h) + padded;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_cond_init(&w->more, NULL);
+	pthread_cond_init(&w->done, NULL);
+	err = -pthread_create(&w->io, NULL, io_main, w);
+	if (err) {
+		fprintf(stderr, "hopscope: cannot start the writing thread: %s\n", strerror(-err));
+		pthread_mutex_destroy(&w->mu);
+		pthread_cond_destroy(&w->more);
+		pthread_cond_destroy(&w->done);
+		return err;
+	}
+	w->io_started = true;
 	return 0;
 }
 
-/* items[*written .. n) as a FLOWS chunk */
+/* items[*written .. n) as a FLOWS chunk: a copy, as the table grows meanwhile */
 static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_t n,
 		       uint32_t *written)
 {
-	int err;
+	size_t bytes = (size_t)(n - *written) * sizeof(*items);
+	void *copy;
 
 	if (n == *written)
 		return 0;
-	err = write_chunk(w, HS_CHUNK_FLOWS, n - *written, items + *written,
-			  (n - *written) * sizeof(*items));
-	if (err)
-		return fail(w, err);
+	copy = malloc(bytes);
+	if (!copy)
+		return fail(w, -ENOMEM);
+	memcpy(copy, items + *written, bytes);
+	if (enqueue(w, HS_CHUNK_FLOWS, n - *written, copy, bytes, false)) {
+		free(copy);
+		return fail(w, -ENOMEM);
+	}
 	*written = n;
 	return 0;
 }
@@ -192,28 +346,34 @@ static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_
 static int write_pending(struct hs_writer *w)
 {
 	struct hs_flows *f = &w->flows;
-	int err = 0;
+	struct hs_record *next;
+	int err = check_io(w);
 
-	if (w->err)
-		return fail(w, w->err);
+	if (err)
+		return err;
 	/* translations after the flows they name */
 	err = write_flows(w, f->items, f->n, &f->written) ?:
 	      write_flows(w, f->nat, f->nat_n, &f->nat_written);
-	if (err)
+	if (err || !w->nbuf)
 		return err;
-	if (w->nbuf) {
-		err = write_chunk(w, HS_CHUNK_RECORDS, w->nbuf, w->buf, w->nbuf * sizeof(*w->buf));
-		if (err)
-			return fail(w, err);
-		w->written += w->nbuf;
-		w->nbuf = 0;
+	next = take_buffer(w);
+	if (!next || enqueue(w, HS_CHUNK_RECORDS, w->nbuf, w->buf, w->nbuf * sizeof(*w->buf),
+			     true)) {
+		free(next);
+		return fail(w, -ENOMEM);
 	}
+	w->written += w->nbuf;
+	w->nbuf = 0;
+	w->buf = next;
 	return 0;
 }
 
 int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 {
 	struct hs_record rec = *r, *slot = &rec;
+
+	if (__atomic_load_n(&w->io_failed, __ATOMIC_RELAXED) && !w->err)
+		check_io(w);
 
 	/* after a failed write nothing more is stored, only counted: the buffer
 	 * is never filled past HS_CHUNK_RECORDS_MAX */
@@ -254,27 +414,45 @@ int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
 int hs_writer_flush(struct hs_writer *w, const char *counters_json)
 {
 	int err = write_pending(w);
+	char *copy;
 
 	if (!err && counters_json) {
-		err = write_chunk(w, HS_CHUNK_COUNTERS, 0, counters_json, strlen(counters_json));
-		if (err)
-			fail(w, err);
+		copy = strdup(counters_json);
+		if (!copy || enqueue(w, HS_CHUNK_COUNTERS, 0, copy, strlen(copy), false)) {
+			free(copy);
+			err = fail(w, -ENOMEM);
+		}
 	}
 	return err;
 }
 
+int hs_writer_sync(struct hs_writer *w)
+{
+	int err = write_pending(w);
+
+	if (w->io_started) {
+		pthread_mutex_lock(&w->mu);
+		while (w->head || w->io_busy)
+			pthread_cond_wait(&w->done, &w->mu);
+		pthread_mutex_unlock(&w->mu);
+	}
+	return check_io(w) ?: err;
+}
+
 int hs_writer_close(struct hs_writer *w, const char *end_json)
 {
-	int err = write_pending(w), end_err;
+	int err = hs_writer_sync(w), end_err;
+
+	stop_io(w);	/* idle: the END chunk is written here */
 
 	/* after a write error too: the file was cut back to its last whole chunk,
 	 * so the END chunk (saying how many records were not stored) may fit */
 	if (end_json && w->fd >= 0) {
 		end_err = write_chunk(w, HS_CHUNK_END, 0, end_json, strlen(end_json));
-		if (end_err && w->err)
-			cut_back(w);
-		else if (end_err)
+		if (end_err) {
+			cut_back(w);	/* no part of an END chunk */
 			fail(w, end_err);
+		}
 		if (!err)
 			err = end_err;
 	}
@@ -288,6 +466,7 @@ int hs_writer_close(struct hs_writer *w, const char *end_json)
 
 void hs_writer_free(struct hs_writer *w)
 {
+	stop_io(w);	/* without a close: what was queued is written first */
 	if (w->fd >= 0)
 		close(w->fd);
 	w->fd = -1;
@@ -301,5 +480,7 @@ void hs_writer_free(struct hs_writer *w)
 	w->not_stored = 0;
 	free(w->buf);
 	w->buf = NULL;
+	while (w->nspare)
+		free(w->spare[--w->nspare]);
 	hs_flows_free(&w->flows);
 }

@@ -56,6 +56,7 @@ def test_a_short_run_measures_every_configuration(tmp_path):
     assert s["ring_lost_per_s"] == t["ring_lost"] / t["seconds"], s
     assert s["recorder_ns_per_record"] == rec["cpu_ns"] / (t["records"] + t["ring_lost"]), s
     assert s["ring_peak_fill"] == rec["ring_peak_waiting"] / rec["ring_records"], s
+    assert s["drain_cpu_wait_share"] == rec["drain_cpu_wait_ns"] / 1e9 / t["seconds"], s
     assert "the recorder (fork beside)" in r.stdout
     assert set(res["ns_per_run"]["64"]) == CONFIGS - {"untraced", "tcpdump"}
     page, readme = tmp_path / "overhead.md", tmp_path / "README.md"

@@ -641,8 +641,9 @@ def test_describe_says_what_the_recorder_spent(tmp_path, quiet):
     us = df.attrs["trailer"]["userspace"]
     assert "recorder" not in dict(describe(df))
     us.update(records_written=1000, records_not_stored=0, cpu_ns=2_000_000,
+              drain_cpu_wait_ns=1_500_000,
               drain_max_gap_ns=21_300_000, ring_records=65536, ring_peak_waiting=812,
               write_ns=4_100_000, write_max_ns=310_000)
     assert dict(describe(df))["recorder"] == (
-        "CPU 2.0 ms (2000 ns a record); drains at most 21.3 ms apart; a ring held 812 of "
+        "CPU 2.0 ms (2000 ns a record), waited 1.5 ms for a CPU; drains at most 21.3 ms apart; a ring held 812 of "
         "65536 records at most; write() 4.1 ms, the longest 0.3 ms")

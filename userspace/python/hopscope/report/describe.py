@@ -151,7 +151,9 @@ def recorder_line(us):
     ring = us.get("ring_records", 0)
     fill = (f"; a ring held {us['ring_peak_waiting']} of {ring} records at most"
             if ring and "ring_peak_waiting" in us and us["ring_peak_waiting"] else "")
-    return (f"CPU {_time(us['cpu_ns'])}{per}; drains at most "
+    wait = (f", waited {_time(us['drain_cpu_wait_ns'])} for a CPU"
+            if us.get("drain_cpu_wait_ns") else "")
+    return (f"CPU {_time(us['cpu_ns'])}{per}{wait}; drains at most "
             f"{_time(us.get('drain_max_gap_ns', 0))} apart{fill}; write() "
             f"{_time(us.get('write_ns', 0))}, the longest {_time(us.get('write_max_ns', 0))}")
 
