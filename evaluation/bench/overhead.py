@@ -165,8 +165,8 @@ def blast(payload, seconds, warmup=1.0):
 
 
 # END's userspace counts of the recorder's own work
-RECORDER_KEYS = ("cpu_ns", "drain_cpu_wait_ns", "drain_max_gap_ns", "ring_records", "ring_peak_waiting", "write_ns",
-                 "write_max_ns")
+RECORDER_KEYS = ("cpu_ns", "drain_cpu_wait_ns", "drain_max_gap_ns", "ring_records",
+                 "ring_peak_waiting", "write_ns", "write_max_ns")
 
 
 def measure(config, payload, seconds, tmp):

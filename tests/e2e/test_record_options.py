@@ -46,6 +46,9 @@ BASE = ["--in", "a", "--out", "b", "-o", "/nonexistent/never.hsr"]
     (["--gro=on"], "--gro"),
     (["--gro="], "--gro"),
     (["--floor=clock", "--backend", "kmod"], "--floor=clock needs the eBPF backend"),
+    (["--realtime=0"], "--realtime"),
+    (["--realtime=100"], "--realtime"),
+    (["--realtime=fifo"], "--realtime"),
 ])
 def test_bad_values_are_refused_with_exit_2(args, option):
     # the bad value last: it overrides BASE's good one
@@ -132,3 +135,27 @@ def test_counters_that_cannot_be_read_are_an_error(hostile_netns, tmp_path):
     _, err = p.communicate(timeout=30)
     assert p.returncode == 1, err
     assert "cannot read the tracer's counters" in err, err
+
+
+def test_realtime_drains_at_sched_fifo(hostile_netns, tmp_path):
+    """--realtime PRIO: the drain (and the writing thread it starts) at
+    SCHED_FIFO PRIO, so that other work on its CPU cannot hold it up; the
+    run records and ends as any other"""
+    sh("ip", "-n", hostile_netns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+    sh("ip", "-n", hostile_netns, "link", "set", "v0", "up")
+    sh("ip", "-n", hostile_netns, "link", "set", "v1", "up")
+    p = start_recorder([HOPSCOPE, "record", "--netns", hostile_netns, "--in", "v0",
+                        "--out", "v1", "-q", "--realtime", "3", "-o", str(tmp_path / "run.hsr")],
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        policies = {}
+        for tid in os.listdir(f"/proc/{p.pid}/task"):
+            with open(f"/proc/{p.pid}/task/{tid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()  # after the comm
+            policies[tid] = (int(fields[37]), int(fields[38]))  # rt_priority, policy
+    finally:
+        p.send_signal(signal.SIGINT)
+        _, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    # the drain and the writing thread: SCHED_FIFO (1) at priority 3
+    assert len(policies) >= 2 and set(policies.values()) == {(3, 1)}, policies
