@@ -285,14 +285,7 @@ def report(res, payloads):
               f"{s['traced_over_untraced']:10.3f} {s['traced_over_floor']:13.3f} "
               f"{s['tcpdump_over_untraced']:11.3f} {s['completeness']:9.4%} {s['ring_lost']:10d} "
               f"{s['pcap_in_completeness']:8.2%} {s['pcap_out_completeness']:9.2%}")
-    print(f"\nthe recorder ({res['beside']} beside): {'payload':>8} {'lost/s':>8} "
-          f"{'ns/record':>10} {'CPU wait':>9} {'drain gap':>10} {'ring peak':>10} "
-          f"{'write max':>10}")
-    for p in payloads:
-        s = res["summary"][str(p)]
-        print(f"{'':>22}{p:>6} B {s['ring_lost_per_s']:8.0f} {s['recorder_ns_per_record']:10.0f} "
-              f"{s['drain_cpu_wait_share']:9.1%} {s['drain_max_gap_ms']:8.1f}ms "
-              f"{s['ring_peak_fill']:10.1%} {s['write_max_ms']:8.1f}ms")
+    print(recorder_table(res, payloads))
     print(f"\nthe clock floor (one clock read per stage), kpps: {'payload':>8} {'clock':>6} "
           f"{'clock/floor':>12} {'traced/clock':>13}")
     for p in payloads:
@@ -376,6 +369,18 @@ def summarise(rounds, payloads):
             **recorder_summary([r["traced"] for r in rs]),
         }
     return summary
+
+
+def recorder_table(res, payloads):
+    """The recorder's own work per payload, as report() prints it."""
+    rows = [f"\nthe recorder ({res['beside']} beside): {'payload':>8} {'lost/s':>8} "
+            f"{'ns/record':>10} {'CPU wait':>9} {'drain gap':>10} {'ring peak':>10} "
+            f"{'write max':>10}"]
+    rows += [f"{'':>22}{p:>6} B {s['ring_lost_per_s']:8.0f} {s['recorder_ns_per_record']:10.0f} "
+             f"{s['drain_cpu_wait_share']:9.1%} {s['drain_max_gap_ms']:8.1f}ms "
+             f"{s['ring_peak_fill']:10.1%} {s['write_max_ms']:8.1f}ms"
+             for p in payloads for s in [res["summary"][str(p)]]]
+    return "\n".join(rows)
 
 
 def recorder_summary(runs):
