@@ -153,8 +153,9 @@ def recorder_line(us):
             if ring and "ring_peak_waiting" in us and us["ring_peak_waiting"] else "")
     wait = (f", waited {_time(us['drain_cpu_wait_ns'])} for a CPU"
             if us.get("drain_cpu_wait_ns") else "")
-    return (f"CPU {_time(us['cpu_ns'])}{per}{wait}; drains at most "
-            f"{_time(us.get('drain_max_gap_ns', 0))} apart{fill}; write() "
+    gap = us.get("drain_max_gap_ns", 0)  # 0: stopped before a second drain
+    gap = f"; drains at most {_time(gap)} apart" if gap else ""
+    return (f"CPU {_time(us['cpu_ns'])}{per}{wait}{gap}{fill}; write() "
             f"{_time(us.get('write_ns', 0))}, the longest {_time(us.get('write_max_ns', 0))}")
 
 
