@@ -646,4 +646,4 @@ def test_describe_says_what_the_recorder_spent(tmp_path, quiet):
               write_ns=4_100_000, write_max_ns=310_000)
     assert dict(describe(df))["recorder"] == (
         "CPU 2.0 ms (2000 ns a record), waited 1.5 ms for a CPU; drains at most 21.3 ms apart; a ring held 812 of "
-        "65536 records at most; write() 4.1 ms, the longest 0.3 ms")
+        "65536 records at most; write() 4.1 ms, the longest 310 us")

@@ -160,7 +160,8 @@ def recorder_line(us):
 
 
 def _time(ns):
-    return f"{ns / 1e9:.2f} s" if ns >= 1e9 else f"{ns / 1e6:.1f} ms"
+    return (f"{ns / 1e9:.2f} s" if ns >= 1e9 else f"{ns / 1e6:.1f} ms" if ns >= 1e6
+            else f"{ns / 1e3:.0f} us")
 
 
 def unrecorded(counters):
