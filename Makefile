@@ -44,7 +44,7 @@ USER_OBJS := $(patsubst userspace/%.c,$(OUT)/obj/%.o,$(USER_SRCS))
 USER_HDRS := $(wildcard userspace/*.h) $(wildcard include/*.h)
 
 .PHONY: all deps test check demo clean bench install uninstall FORCE
-all: $(OUT)/hopscope $(OUT)/sink.bpf.o $(OUT)/prog_run
+all: $(OUT)/hopscope $(OUT)/sink.bpf.o $(OUT)/prog_run $(OUT)/recorder_path
 
 deps:
 	$(Q)VENV='$(VENV)' PYTHON='$(PYTHON)' ./scripts/install-deps.sh
@@ -141,3 +141,10 @@ PROG_RUN_OBJS := $(addprefix $(OUT)/obj/,runmeta.o dropreasons.o ifaces.o ifstac
 $(OUT)/prog_run: tests/bpf/prog_run.c $(PROG_RUN_OBJS) $(OUT)/hopscope.skel.h
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(PROG_RUN_OBJS) $(LDLIBS) -o $@
+
+# evaluation/bench/recorder_path.py: the drain and the writer, from a ring
+# filled in user space to the file
+RECORDER_PATH_OBJS := $(addprefix $(OUT)/obj/,ring.o writer.o flows.o json.o)
+$(OUT)/recorder_path: evaluation/bench/recorder_path.c $(RECORDER_PATH_OBJS)
+	$(call msg,BINARY,$@)
+	$(Q)$(CC) $(CFLAGS) $< $(RECORDER_PATH_OBJS) -lz -pthread -o $@

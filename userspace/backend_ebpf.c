@@ -20,6 +20,7 @@
 #include "backend.h"
 #include "hopscope.skel.h"
 #include "json.h"
+#include "ring.h"
 #include "runmeta.h"
 
 /* the BPF netfilter link refuses NF_IP_PRI_FIRST/LAST themselves (ERANGE) */
@@ -76,6 +77,7 @@ struct ebpf {
 	hs_record_cb cb;
 	void *cb_ctx;
 	struct hs_drain_seen *drain;	/* the backend's */
+	struct hs_ring_reader reader;	/* the rings, once mapped */
 };
 
 /* a record from an input: its metadata reached a later stage, so it works */
@@ -88,47 +90,19 @@ static void meta_works(struct ebpf *e, uint32_t ifindex)
 		}
 }
 
-/*
- * Every committed record of every CPU's ring, in each ring's order, to the
- * callback; a ring's reading stops at a place a program is still filling.
- * A callback's failure ends it (the record is taken, as the callback counts
- * what it could not store): the error, else the records handed over.
- */
+/* a record from the rings: its input's metadata works, then the caller's */
+static int ebpf_record(void *ctx, const struct hs_record *r)
+{
+	struct ebpf *e = ctx;
+
+	if (e->meta_open)
+		meta_works(e, r->in_ifindex);
+	return e->cb(e->cb_ctx, r);
+}
+
 static int ring_drain(struct ebpf *e)
 {
-	uint32_t mask = (1u << e->ring_shift) - 1;
-	int got = 0;
-
-	for (int c = 0; c < e->ncpu; c++) {
-		struct hs_ring_pos *p = &e->ring_pos[c];
-		uint64_t read = p->read, claim = __atomic_load_n(&p->claim, __ATOMIC_ACQUIRE);
-		int err = 0;
-
-		/* how full the drain found it (programs stop short of full) */
-		if (claim - read > e->drain->peak_waiting)
-			e->drain->peak_waiting = claim - read;
-
-		for (; read != claim && !err; read++) {
-			const struct hs_record *at =
-				&e->ring[(size_t)c << e->ring_shift | (read & mask)];
-			struct hs_record r;
-
-			if (__atomic_load_n(&at->flow, __ATOMIC_ACQUIRE) != hs_ring_token(read))
-				break;
-			r = *at;
-			if (!r.seq)
-				continue;	/* given up: its packet left by another way */
-			if (e->meta_open)
-				meta_works(e, r.in_ifindex);
-			got++;
-			err = e->cb(e->cb_ctx, &r);
-		}
-		/* the place is the programs' again once the copy is made */
-		__atomic_store_n(&p->read, read, __ATOMIC_RELEASE);
-		if (err)
-			return err;
-	}
-	return got;
+	return hs_ring_drain(&e->reader, ebpf_record, e);
 }
 
 /* records per CPU ring: the --ring bytes shared by the CPUs, a power of 2,
@@ -568,6 +542,8 @@ static int map_rings(struct ebpf *e)
 	if (p == MAP_FAILED)
 		goto fail;
 	e->ring_pos = p;
+	e->reader = (struct hs_ring_reader){ .ring = e->ring, .pos = e->ring_pos, .ncpu = e->ncpu,
+					     .shift = e->ring_shift, .seen = e->drain };
 	return 0;
 fail:
 	fprintf(stderr, "hopscope: cannot map the record rings: %s\n", strerror(errno));
