@@ -34,7 +34,7 @@ endif
 CFLAGS   ?= -g -O2
 CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11 -Iinclude -I$(OUT) -Iuserspace
 BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(OUT) -Iebpf
-LDLIBS   := -lbpf -lelf -lz -pthread
+LDLIBS   := -lbpf -lelf -lz -ldeflate -pthread
 
 STAGES   := ebpf/maps.bpf.c $(wildcard ebpf/stage_*.bpf.c)
 STAGE_OBJS := $(patsubst ebpf/%.bpf.c,$(OUT)/bpf/%.bpf.o,$(STAGES))
@@ -147,4 +147,4 @@ $(OUT)/prog_run: tests/bpf/prog_run.c $(PROG_RUN_OBJS) $(OUT)/hopscope.skel.h
 RECORDER_PATH_OBJS := $(addprefix $(OUT)/obj/,ring.o writer.o flows.o json.o)
 $(OUT)/recorder_path: evaluation/bench/recorder_path.c $(RECORDER_PATH_OBJS)
 	$(call msg,BINARY,$@)
-	$(Q)$(CC) $(CFLAGS) $< $(RECORDER_PATH_OBJS) -lz -pthread -o $@
+	$(Q)$(CC) $(CFLAGS) $< $(RECORDER_PATH_OBJS) -ldeflate -pthread -o $@

@@ -29,14 +29,14 @@ esac
 
 # --- 1. Debian's packages ---------------------------------------------------
 stamp=/var/lib/hopscope-deps.stamp
-want=10
+want=11
 if [ "$FORCE" = 1 ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 	bp=/etc/apt/sources.list.d/bookworm-backports.list
 	[ -f "$bp" ] || echo 'deb http://deb.debian.org/debian bookworm-backports main' > "$bp"
 	# Third-party lists on some images are unreachable; a failed list must not stop us.
 	apt-get update -q || true
 	apt-get install -y -q --no-install-recommends \
-		clang llvm make gcc pkg-config libelf-dev zlib1g-dev \
+		clang llvm make gcc pkg-config libelf-dev zlib1g-dev libdeflate-dev \
 		iproute2 ethtool iputils-ping jq iperf3 d-itg tcpdump nftables wireguard-tools procps psmisc util-linux \
 		python3 python3-venv poppler-utils man-db openjdk-17-jre-headless \
 		qemu-system-x86 busybox-static cpio xz-utils kmod
