@@ -1,7 +1,8 @@
 """What the kernel counted during a run, outside the tracer: every testbed
 interface's packets and drops, the drops of the router's output queue, the
-receiver's UDP errors, the sink, and the CPU time the machine's host took from each CPU (steal). Taken before the
-senders start and after they stop; the runner keeps the deltas."""
+receiver's UDP errors, the sink, and the CPU time the machine's host took
+from each CPU (steal). Taken before the senders start and after they stop;
+the runner keeps the deltas."""
 import json
 import os
 import subprocess
