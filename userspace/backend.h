@@ -122,9 +122,14 @@ struct hs_backend {
 	const char *name;
 	/* attach everything; on failure print why to stderr and return -errno */
 	int (*open)(struct hs_backend *b, struct hs_config *cfg);
-	/* wait up to timeout_ms, hand every record to cb; returns records or
-	 * -errno, -ECANCELED when it stopped the run and has said why */
+	/* wait up to timeout_ms, hand every record of drain lane 0 to cb;
+	 * returns records or -errno, -ECANCELED when it stopped the run and has
+	 * said why */
 	int (*poll)(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx);
+	/* drain lane `lane` (1 to nlanes - 1): hand its CPUs' records to cb
+	 * without waiting, from a thread of its own; returns records or -errno.
+	 * NULL: this backend has one lane */
+	int (*drain_lane)(struct hs_backend *b, int lane, hs_record_cb cb, void *ctx);
 	/* sum of every counter (HS_C_NCOUNTERS values) */
 	int (*counters)(struct hs_backend *b, uint64_t *out);
 	/* the probe cost samples by stage, summed over CPUs (HS_NSTAGES values);
@@ -161,7 +166,10 @@ struct hs_backend {
 	struct hs_hook hooks[HS_MAX_HOOKS];
 	int nhooks;
 	struct js info;
-	struct hs_drain_seen drain;	/* kept up to date by poll and stop */
+	struct hs_drain_seen drain;	/* kept up to date by poll, drain and stop */
+	/* drain lanes, set before the first poll: lane k drains the rings of
+	 * the CPUs c with c % nlanes == k (0: poll's) */
+	int nlanes;
 };
 
 /* backend_common.c: a copy of ops with priv_size zeroed bytes as priv, no

@@ -16,6 +16,7 @@ struct hs_backend *hs_backend_new(const struct hs_backend *ops, size_t priv_size
 	*b = *ops;
 	b->priv = priv;
 	b->nhooks = 0;
+	b->nlanes = 1;
 	js_init(&b->info);
 	return b;
 }

@@ -47,11 +47,10 @@ _Static_assert(PRI_LAST - (HS_PRI_TRIES - 1) > NF_IP_PRI_CONNTRACK_HELPER,
 
 struct ebpf {
 	struct hopscope_bpf *skel;
-	/* the hand-over rings (include/hopscope.h, struct hs_ring_pos), mapped */
-	struct hs_record *ring;
-	struct hs_ring_pos *ring_pos;
+	/* the hand-over rings (include/hopscope.h, struct hs_ring_pos), mapped,
+	 * and what their drains saw (the backend's drain) */
+	struct hs_ring_reader rings;
 	size_t ring_size, ring_pos_size;
-	uint32_t ring_shift;
 	struct bpf_link *links[HS_MAX_LINKS];
 	int nlinks;
 	int prio[NF_INET_NUMHOOKS];	/* the netfilter priority each hook got */
@@ -74,35 +73,48 @@ struct ebpf {
 	struct hs_flight_entry *flight;	/* --flight: every CPU's entries, as copied */
 	struct hs_flight_cpu *percpu_flight;	/* ncpu values */
 	struct hs_config *cfg;
-	hs_record_cb cb;
-	void *cb_ctx;
-	struct hs_drain_seen *drain;	/* the backend's */
-	struct hs_ring_reader reader;	/* the rings, once mapped */
 };
+
+/* input i's metadata is known to work or not: the first to tell closes it
+ * (drain lanes and check_meta race) */
+static bool meta_settle(struct ebpf *e, int i)
+{
+	if (__atomic_exchange_n(&e->meta_known[i], true, __ATOMIC_RELAXED))
+		return false;
+	__atomic_fetch_sub(&e->meta_open, 1, __ATOMIC_RELAXED);
+	return true;
+}
 
 /* a record from an input: its metadata reached a later stage, so it works */
 static void meta_works(struct ebpf *e, uint32_t ifindex)
 {
 	for (int i = 0; i < e->cfg->n_ifaces; i++)
-		if (e->cfg->ifaces[i].ifindex == (int)ifindex && !e->meta_known[i]) {
-			e->meta_known[i] = true;
-			e->meta_open--;
-		}
+		if (e->cfg->ifaces[i].ifindex == (int)ifindex &&
+		    !__atomic_load_n(&e->meta_known[i], __ATOMIC_RELAXED))
+			meta_settle(e, i);
 }
+
+struct sink {
+	struct ebpf *e;
+	hs_record_cb cb;
+	void *ctx;
+};
 
 /* a record from the rings: its input's metadata works, then the caller's */
 static int ebpf_record(void *ctx, const struct hs_record *r)
 {
-	struct ebpf *e = ctx;
+	struct sink *s = ctx;
 
-	if (e->meta_open)
-		meta_works(e, r->in_ifindex);
-	return e->cb(e->cb_ctx, r);
+	if (__atomic_load_n(&s->e->meta_open, __ATOMIC_RELAXED))
+		meta_works(s->e, r->in_ifindex);
+	return s->cb(s->ctx, r);
 }
 
-static int ring_drain(struct ebpf *e)
+static int ring_drain(struct ebpf *e, int lane, int nlanes, hs_record_cb cb, void *ctx)
 {
-	return hs_ring_drain(&e->reader, ebpf_record, e);
+	struct sink s = { e, cb, ctx };
+
+	return hs_ring_drain(&e->rings, lane, nlanes, ebpf_record, &s);
 }
 
 /* records per CPU ring: the --ring bytes shared by the CPUs, a power of 2,
@@ -276,10 +288,9 @@ static void meta_unknown(struct ebpf *e, const struct hs_iface *ifc)
 {
 	int i = ifc - e->cfg->ifaces;
 
-	if (ifc->xdp_mode == XDP_FLAGS_DRV_MODE && e->meta_known[i]) {
-		e->meta_known[i] = false;
-		e->meta_open++;
-	}
+	if (ifc->xdp_mode == XDP_FLAGS_DRV_MODE &&
+	    __atomic_exchange_n(&e->meta_known[i], false, __ATOMIC_RELAXED))
+		__atomic_fetch_add(&e->meta_open, 1, __ATOMIC_RELAXED);
 }
 
 static int attach_xdp(struct ebpf *e, struct hs_iface *ifc)
@@ -356,9 +367,9 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 	s->rodata->cfg_netns_inum = cfg->netns_inum;
 	s->rodata->cfg_slot_shift = shift;
 	s->rodata->cfg_stages = cfg->stages;
-	e->ring_shift = ring_shift(cfg, ncpu);
-	e->drain->ring_records = 1ull << e->ring_shift;
-	s->rodata->cfg_ring_shift = e->ring_shift;
+	e->rings.shift = ring_shift(cfg, ncpu);
+	e->rings.seen->ring_records = 1ull << e->rings.shift;
+	s->rodata->cfg_ring_shift = e->rings.shift;
 	s->rodata->cfg_floor = cfg->floor;
 	s->rodata->cfg_hist = cfg->hist;
 	s->rodata->cfg_flight_n = cfg->flight_n;
@@ -386,7 +397,7 @@ static int configure(struct ebpf *e, struct hs_config *cfg)
 		s->bss->hs_lost_if[i] = cfg->lost_if[i];
 	bpf_map__set_max_entries(s->maps.slots, (__u32)ncpu << shift);
 	bpf_map__set_max_entries(s->maps.cost_due, (__u32)ncpu << (shift - HS_COST_SAMPLE_SHIFT));
-	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->ring_shift);
+	bpf_map__set_max_entries(s->maps.ring, (__u32)ncpu << e->rings.shift);
 	bpf_map__set_max_entries(s->maps.ring_pos, ncpu);
 	bpf_map__set_max_entries(s->maps.gro_t1, (__u32)ncpu << HS_GRO_LOG_SHIFT);
 	autoload(cfg, s);
@@ -536,14 +547,13 @@ static int map_rings(struct ebpf *e)
 
 	if (p == MAP_FAILED)
 		goto fail;
-	e->ring = p;
+	e->rings.ring = p;
 	p = map_array(e->skel->maps.ring_pos, sizeof(struct hs_ring_pos), PROT_READ | PROT_WRITE,
 		      &e->ring_pos_size);
 	if (p == MAP_FAILED)
 		goto fail;
-	e->ring_pos = p;
-	e->reader = (struct hs_ring_reader){ .ring = e->ring, .pos = e->ring_pos, .ncpu = e->ncpu,
-					     .shift = e->ring_shift, .seen = e->drain };
+	e->rings.pos = p;
+	e->rings.ncpu = e->ncpu;
 	return 0;
 fail:
 	fprintf(stderr, "hopscope: cannot map the record rings: %s\n", strerror(errno));
@@ -622,10 +632,9 @@ static int check_meta(struct ebpf *e)
 		__u64 n = 0;
 		int fd;
 
-		if (e->meta_known[i] || bpf_map_lookup_elem(map, &key, &n) || n < HS_META_PROBE)
+		if (__atomic_load_n(&e->meta_known[i], __ATOMIC_RELAXED) ||
+		    bpf_map_lookup_elem(map, &key, &n) || n < HS_META_PROBE || !meta_settle(e, i))
 			continue;
-		e->meta_known[i] = true;
-		e->meta_open--;
 		if (!ifc->xdp_auto) {
 			fprintf(stderr, "\nhopscope: ERROR: %s (driver %s) runs native XDP but leaves "
 				"no room for XDP metadata: its first %llu packets went untraced, and "
@@ -665,24 +674,27 @@ static int ebpf_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void
 	struct ebpf *e = b->priv;
 	int n;
 
-	e->cb = cb;
-	e->cb_ctx = ctx;
 	/* programs never wake the recorder: drain what is there, else sleep
 	 * (a signal ends the sleep early) and drain again */
-	n = ring_drain(e);
+	n = ring_drain(e, 0, b->nlanes, cb, ctx);
 	if (n == 0) {
 		struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
 
 		nanosleep(&ts, NULL);
-		n = ring_drain(e);
+		n = ring_drain(e, 0, b->nlanes, cb, ctx);
 	}
-	if (n >= 0 && e->meta_open) {
+	if (n >= 0 && __atomic_load_n(&e->meta_open, __ATOMIC_RELAXED)) {
 		int err = check_meta(e);
 
 		if (err)
 			return err;
 	}
 	return n;
+}
+
+static int ebpf_drain_lane(struct hs_backend *b, int lane, hs_record_cb cb, void *ctx)
+{
+	return ring_drain(b->priv, lane, b->nlanes, cb, ctx);
 }
 
 /* runs the kernel skipped because the program was already running on that CPU */
@@ -966,15 +978,13 @@ static int ebpf_stop(struct hs_backend *b, hs_record_cb cb, void *ctx)
 			strerror(-err));
 		return err;
 	}
-	e->cb = cb;
-	e->cb_ctx = ctx;
 	/* every record left in the rings is handed over, after a callback
 	 * failure too: ring_drain takes the failed record and returns the
 	 * error, the callback has counted the record it could not take (the
 	 * writer counts each one it cannot store) and its owner knows of the
 	 * failure. The programs are detached: the rings only empty. */
 	for (long guard = 0; guard < (1l << 32); guard++) {
-		int got = ring_drain(e);
+		int got = ring_drain(e, 0, 1, cb, ctx);
 
 		if (got == 0)
 			break;
@@ -1075,10 +1085,10 @@ static void ebpf_close(struct hs_backend *b)
 	struct ebpf *e = b->priv;
 
 	detach(e);
-	if (e->ring)
-		munmap(e->ring, e->ring_size);
-	if (e->ring_pos)
-		munmap(e->ring_pos, e->ring_pos_size);
+	if (e->rings.ring)
+		munmap((void *)e->rings.ring, e->ring_size);
+	if (e->rings.pos)
+		munmap(e->rings.pos, e->ring_pos_size);
 	hopscope_bpf__destroy(e->skel);
 	if (e->sync_outer >= 0)
 		close(e->sync_outer);
@@ -1099,6 +1109,7 @@ struct hs_backend *hs_backend_ebpf(void)
 		.name = "ebpf",
 		.open = ebpf_open,
 		.poll = ebpf_poll,
+		.drain_lane = ebpf_drain_lane,
 		.counters = ebpf_counters,
 		.cost = ebpf_cost,
 		.nat = ebpf_nat,
@@ -1118,6 +1129,6 @@ struct hs_backend *hs_backend_ebpf(void)
 		return NULL;
 	e = b->priv;
 	e->sync_outer = e->sync_inner = -1;
-	e->drain = &b->drain;
+	e->rings.seen = &b->drain;
 	return b;
 }

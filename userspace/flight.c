@@ -163,7 +163,7 @@ static int dump_nat(void *ctx, const struct hs_tuple *from, const struct hs_nat 
 {
 	struct hs_writer *w = ctx;
 
-	return hs_flows_nat(&w->flows, from, n, true, false);
+	return hs_writer_nat(w, from, n, true, false);
 }
 
 /* the last N records kept, in t1 order, to their own file */
@@ -195,7 +195,7 @@ static int dump(struct hs_flight *f)
 	qsort(sel, k, sizeof(*sel), by_t1);
 	dump_path(f, path, sizeof(path));
 	header = dump_header(f, k, at, took);
-	err = header ? hs_writer_open(&w, path, header) : -ENOMEM;
+	err = header ? hs_writer_open(&w, path, header, 1) : -ENOMEM;
 	for (size_t i = 0; !err && i < k; i++) {
 		hs_path_name(f->cfg, &sel[i].r);
 		err = hs_writer_add(&w, &sel[i].r);

@@ -13,16 +13,14 @@ int hs_flows_init(struct hs_flows *f, uint32_t max)
 	f->cap = 1024;
 	f->mask = 2 * f->cap - 1;
 	f->items = calloc(f->cap, sizeof(*f->items));
-	f->done_t1 = calloc(f->cap, sizeof(*f->done_t1));
 	f->nat_last = calloc(f->cap, sizeof(*f->nat_last));
 	f->index = calloc(f->mask + 1, sizeof(*f->index));
-	return f->items && f->done_t1 && f->nat_last && f->index ? 0 : -ENOMEM;
+	return f->items && f->nat_last && f->index ? 0 : -ENOMEM;
 }
 
 void hs_flows_free(struct hs_flows *f)
 {
 	free(f->items);
-	free(f->done_t1);
 	free(f->nat_last);
 	free(f->nat);
 	free(f->index);
@@ -60,16 +58,11 @@ static int grow(struct hs_flows *f)
 {
 	uint32_t cap = f->cap * 2, mask = 2 * cap - 1;
 	struct hs_flow *items = realloc(f->items, cap * sizeof(*items));
-	uint64_t *done_t1;
 	uint32_t *index, *nat_last;
 
 	if (!items)
 		return -ENOMEM;
 	f->items = items;
-	done_t1 = realloc(f->done_t1, cap * sizeof(*done_t1));
-	if (!done_t1)
-		return -ENOMEM;
-	f->done_t1 = done_t1;
 	nat_last = realloc(f->nat_last, cap * sizeof(*nat_last));
 	if (!nat_last)
 		return -ENOMEM;
@@ -106,20 +99,29 @@ static uint32_t id_of(struct hs_flows *f, struct hs_flow t, bool add)
 		;
 	t.id = f->n;
 	f->items[f->n] = t;
-	f->done_t1[f->n] = 0;
 	f->index[h] = ++f->n;
 	return t.id;
 }
 
-uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r)
+uint32_t hs_flow_memo_id(struct hs_flow_memo *m, struct hs_flows *f, pthread_mutex_t *mu,
+			 const struct hs_record *r)
 {
-	struct hs_flow t;
-	uint32_t id;
+	/* a cheap mix of the fields that tell flows apart: the table's hash
+	 * (hs_key_hash) costs more than the lookup it would save */
+	uint32_t h = (r->saddr[0] ^ r->saddr[3] ^ r->daddr[0] ^ r->daddr[3] ^
+		      ((uint32_t)r->sport << 16 | r->dport) ^ r->proto) * 0x9e3779b1u;
+	struct hs_flow *s = &m->slot[h >> (32 - HS_MEMO_BITS)], t;
 
 	tuple_of(&t, r);
-	id = id_of(f, t, true);
-	f->overflow += id == HS_FLOW_NONE;
-	return id;
+	if (same(s, &t))
+		return s->id;
+	pthread_mutex_lock(mu);
+	t.id = id_of(f, t, true);
+	f->overflow += t.id == HS_FLOW_NONE;	/* each such record: never remembered */
+	pthread_mutex_unlock(mu);
+	if (t.id != HS_FLOW_NONE)
+		*s = t;
+	return t.id;
 }
 
 static void flow_of(struct hs_flow *t, const struct hs_tuple *from)

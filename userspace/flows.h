@@ -4,13 +4,13 @@
 #ifndef HS_FLOWS_H
 #define HS_FLOWS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "hopscope_file.h"
 
 struct hs_flows {
 	struct hs_flow *items;		/* by id */
-	uint64_t *done_t1;		/* by id: latest t1 of the flow's complete packets */
 	uint32_t *index;		/* open addressing: id + 1, 0 = empty */
 	uint32_t n, cap, mask, max;
 	uint32_t written;		/* items[0..written) are in the file */
@@ -26,8 +26,22 @@ struct hs_flows {
 
 int hs_flows_init(struct hs_flows *f, uint32_t max);
 void hs_flows_free(struct hs_flows *f);
-/* the record's flow id, adding the flow if new */
-uint32_t hs_flows_id(struct hs_flows *f, const struct hs_record *r);
+/*
+ * A drain thread's memory of the flows it saw last: tuple to id, direct
+ * mapped, so that drain threads seldom take the shared table's lock. A
+ * miss asks the table (under mu), adding the flow if new, and replaces the
+ * slot; a flow the full table has no room for is not remembered (each of
+ * its records counts in overflow).
+ */
+#define HS_MEMO_BITS 10
+
+struct hs_flow_memo {
+	struct hs_flow slot[1u << HS_MEMO_BITS];	/* id: the table's; free: family 0 */
+};
+
+/* the record's flow id, from the memo, else the table f under mu */
+uint32_t hs_flow_memo_id(struct hs_flow_memo *m, struct hs_flows *f, pthread_mutex_t *mu,
+			 const struct hs_record *r);
 /* the kernel's translation of the flow `from` (add: adding the flow if new;
  * else only a flow in the table): a new item when it is new or changed, or,
  * final, when its packets grew; -ENOMEM when it cannot be kept */

@@ -27,6 +27,11 @@
 #include "sample.h"
 #include "writer.h"
 
+/* CPUs per drain thread under --drain-threads auto: one thread carries the
+ * records of ~6 M packets a second (evaluation/overhead.md, the recorder's
+ * path), four CPUs forward ~4.4 M at most on the fastest machine measured */
+#define HS_CPUS_PER_DRAIN 4
+
 struct opts {
 	struct hs_config cfg;
 	const char *in, *out, *output, *backend, *xdp_mode, *calibration, *snapshot;
@@ -38,6 +43,7 @@ struct opts {
 	int quiet;
 	int ready_fd;		/* -1: none */
 	int realtime;		/* --realtime's SCHED_FIFO priority, 0: none */
+	int drain_threads;	/* --drain-threads, 0: auto */
 };
 
 static volatile sig_atomic_t stop_signal;
@@ -86,7 +92,7 @@ static const char doc[] =
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
 	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE, OPT_SNAPSHOT, OPT_COUNTERS_EVERY,
-	OPT_SAMPLE, OPT_CPU_BUDGET, OPT_GRO, OPT_REALTIME,
+	OPT_SAMPLE, OPT_CPU_BUDGET, OPT_GRO, OPT_REALTIME, OPT_DRAIN_THREADS,
 };
 
 static const struct argp_option options[] = {
@@ -108,6 +114,9 @@ static const struct argp_option options[] = {
 	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default 32)" },
 	{ "realtime", OPT_REALTIME, "PRIO", 0, "drain the rings at SCHED_FIFO priority PRIO (1-99): "
 	  "other work on the recorder's CPU cannot hold the drain up (as perf record -r)" },
+	{ "drain-threads", OPT_DRAIN_THREADS, "N|auto", 0, "threads that drain the record "
+	  "rings, each the rings of every Nth CPU (auto, the default: one per "
+	  HS_STR(HS_CPUS_PER_DRAIN) " CPUs; eBPF backend)" },
 	{ "no-drops", OPT_NODROPS, 0, 0, "do not watch skb:kfree_skb for drops" },
 	{ "backend", OPT_BACKEND, "NAME", 0, "ebpf, kmod or auto (default auto)" },
 	{ "floor", OPT_FLOOR, "clock", OPTION_ARG_OPTIONAL, "attach empty programs (kmod: "
@@ -265,6 +274,15 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 		if (*end || prio < 1 || prio > 99)
 			argp_error(state, "--realtime must be a priority from 1 to 99, not '%s'", arg);
 		o->realtime = prio;
+		break;
+	}
+	case OPT_DRAIN_THREADS: {
+		long n = strcmp(arg, "auto") ? strtol(arg, &end, 10) : 0;
+
+		if (strcmp(arg, "auto") && (*end || n < 1 || n > HS_MAX_LANES))
+			argp_error(state, "--drain-threads must be auto or 1 to %d, not '%s'",
+				   HS_MAX_LANES, arg);
+		o->drain_threads = n;
 		break;
 	}
 	case OPT_RING: {
@@ -442,9 +460,26 @@ static struct hs_backend *pick_backend(const char *name)
 	return b;
 }
 
+struct run;
+
+/* a drain thread: lane k of the writer, the rings of CPUs k, k + n, ... */
+struct drain_thread {
+	struct run *run;
+	struct hs_lane *lane;
+	int k;
+	pthread_t thread;
+	bool started;
+	/* its own figures, read by counters_json (__atomic) */
+	uint64_t max_gap_ns, cpu_wait_ns;
+};
+
 struct run {
 	struct hs_writer w;
 	struct hs_backend *b;
+	struct drain_thread drains[HS_MAX_LANES];	/* [1, nlanes): threads; 0 the loop's */
+	int drains_quit;	/* __atomic: the threads end */
+	int drains_err;		/* __atomic: a thread's error (-errno), it ended */
+	uint64_t cpu_at_start;	/* this process's CPU time when the loop began */
 	struct hs_flight *flight;	/* --flight, or NULL */
 	uint64_t counters[HS_C_NCOUNTERS];
 	struct hs_cost cost[HS_NSTAGES];	/* when the backend samples it */
@@ -453,9 +488,7 @@ struct run {
 	/* packets still in a slot when the probes stopped (records or not:
 	 * --aggregate writes none); 0 until then */
 	uint64_t inflight_at_stop;
-	uint64_t drain_max_gap_ns;	/* the longest time from one drain's start to the next */
-	/* the drain's time runnable but not running: another task had its CPU */
-	uint64_t drain_cpu_wait_ns, drain_cpu_wait_at_start;
+	uint64_t drain_cpu_wait_at_start;	/* the loop's thread: lane 0's drain */
 	struct hs_snapshot snap;
 	struct hs_sampling sampling;
 	uint32_t said_n;	/* --sample auto: the N last said on stderr */
@@ -491,18 +524,14 @@ static void read_counters(struct run *run, int final)
 	run->counters_err = err;
 }
 
+/* ctx: the drain thread (lane) the record came to */
 static int on_record(void *ctx, const struct hs_record *r)
 {
-	struct run *run = ctx;
+	struct drain_thread *d = ctx;
 	struct hs_record named = *r;
-	int err;
 
-	hs_path_name(run->cfg, &named);
-	err = hs_writer_add(&run->w, &named);
-
-	if (err)
-		run->err = err;
-	return err;
+	hs_path_name(d->run->cfg, &named);
+	return hs_lane_add(d->lane, &named);
 }
 
 /*
@@ -539,7 +568,7 @@ static int on_nat(void *ctx, const struct hs_tuple *from, const struct hs_nat *n
 {
 	struct run *run = ctx;
 
-	return hs_flows_nat(&run->w.flows, from, n, run->nat_final, true);
+	return hs_writer_nat(&run->w, from, n, run->nat_final, true);
 }
 
 /* the translations t3 filed, into the flow table before its next chunk;
@@ -583,26 +612,46 @@ static uint64_t runq_wait_ns(void)
 	return wait_ns;
 }
 
-/* w: the file the chunk is for, the run's or a flight dump's */
+/* the most of the drains' figure at offset off in struct drain_thread */
+static uint64_t drains_max(struct run *run, size_t off)
+{
+	uint64_t most = 0;
+
+	for (int k = 0; k < run->w.nlanes; k++) {
+		uint64_t v = __atomic_load_n((uint64_t *)((char *)&run->drains[k] + off),
+					     __ATOMIC_RELAXED);
+
+		most = v > most ? v : most;
+	}
+	return most;
+}
+
+/* w: the file the chunk is for, the run's or a flight dump's; its lanes held
+ * (hs_writer_hold) or stopped, so that the counts are those of its records */
 static char *counters_json(struct run *run, struct hs_writer *w, const char *stop_reason)
 {
 	struct js j;
 	char *out;
+	struct hs_tally t;
+	uint64_t records, not_stored;
 
+	hs_writer_tally(w, &t, &records, &not_stored);
 	struct hs_userspace_counts u = {
-		.by_status = w->by_status,
-		.complete_by_path = w->complete_by_path,
-		.records = w->written + w->nbuf,
+		.by_status = t.by_status,
+		.complete_by_path = t.complete_by_path,
+		.records = records,
 		.flows = w->flows.n,
 		.flow_overflow = w->flows.overflow,
 		.nat_flows = w->flows.nat_flows,
 		.nat_changed = w->flows.nat_changed,
-		.t4_unseen = w->t4_unseen,
-		.not_stored = w->not_stored,
+		.t4_unseen = t.t4_unseen,
+		.not_stored = not_stored,
 		.inflight_at_stop = run->inflight_at_stop,
-		.cpu_ns = cpu_ns(),
-		.drain_cpu_wait_ns = run->drain_cpu_wait_ns,
-		.drain_max_gap_ns = run->drain_max_gap_ns,
+		/* from the loop's start: not the probes' loading and attaching */
+		.cpu_ns = cpu_ns() - run->cpu_at_start,
+		.drain_threads = run->w.nlanes,
+		.drain_cpu_wait_ns = drains_max(run, offsetof(struct drain_thread, cpu_wait_ns)),
+		.drain_max_gap_ns = drains_max(run, offsetof(struct drain_thread, max_gap_ns)),
 		.ring_records = run->b->drain.ring_records,
 		.ring_peak_waiting = run->b->drain.peak_waiting,
 		/* the writing thread's */
@@ -666,15 +715,18 @@ static double now_s(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* lanes held */
 static void live_line(struct run *run, double elapsed)
 {
 	const uint64_t *c = run->counters;
+	struct hs_tally t;
+	uint64_t records, not_stored;
 
+	hs_writer_tally(&run->w, &t, &records, &not_stored);
 	fprintf(stderr, "\r%7.1fs  records %llu  complete %llu  dropped %llu  evicted %llu  "
-		"ring-lost %llu   ", elapsed,
-		(unsigned long long)(run->w.written + run->w.nbuf),
-		(unsigned long long)run->w.by_status[HS_ST_COMPLETE],
-		(unsigned long long)run->w.by_status[HS_ST_DROPPED],
+		"ring-lost %llu   ", elapsed, (unsigned long long)records,
+		(unsigned long long)t.by_status[HS_ST_COMPLETE],
+		(unsigned long long)t.by_status[HS_ST_DROPPED],
 		(unsigned long long)c[HS_C_EVICTED], (unsigned long long)c[HS_C_RB_FAIL]);
 }
 
@@ -691,9 +743,10 @@ static void nat_warn(struct run *run)
 			(unsigned long long)run->counters[HS_C_NAT_FULL], HS_NAT_MAX);
 }
 
-static void summary(struct run *run, const char *path, const char *reason, double secs)
+static void summary(struct run *run, const struct hs_tally *t, const char *path,
+		    const char *reason, double secs)
 {
-	const uint64_t *by = run->w.by_status;
+	const uint64_t *by = t->by_status;
 
 	fprintf(stderr, "\nhopscope: %s: %llu records in %.1f s (stopped: %s)\n", path,
 		(unsigned long long)run->w.written, secs, reason);
@@ -701,9 +754,9 @@ static void summary(struct run *run, const char *path, const char *reason, doubl
 	for (int s = HS_ST_NONE + 1; s < HS_ST_END; s++)
 		fprintf(stderr, " %s %llu", hs_status_names[s], (unsigned long long)by[s]);
 	/* the module leaves GRO on: a record may stand for several wire packets */
-	if (run->w.complete_wire != run->w.complete)
+	if (t->complete_wire != t->complete)
 		fprintf(stderr, "\n  merged     wire_packets %llu in the complete records (GRO: their segs)",
-			(unsigned long long)run->w.complete_wire);
+			(unsigned long long)t->complete_wire);
 	fprintf(stderr, "\n  flows      %u (overflow %llu)", run->w.flows.n,
 		(unsigned long long)run->w.flows.overflow);
 	if (run->w.flows.nat_flows)
@@ -782,6 +835,104 @@ static int drain_sleep_ms(int sleep_ms, uint64_t ring_records, int n, double sec
 	return ms >= HS_DRAIN_SLEEP_MAX_MS ? HS_DRAIN_SLEEP_MAX_MS : ms < 1 ? 1 : (int)ms;
 }
 
+/* the time since this drain's last one began, kept if the longest */
+static void drain_gap(struct drain_thread *d, double *last, double now)
+{
+	if (now > *last && (now - *last) * 1e9 > d->max_gap_ns)
+		__atomic_store_n(&d->max_gap_ns, (uint64_t)((now - *last) * 1e9), __ATOMIC_RELAXED);
+	*last = now;
+}
+
+static void drain_waited(struct drain_thread *d, uint64_t at_start)
+{
+	__atomic_store_n(&d->cpu_wait_ns, runq_wait_ns() - at_start, __ATOMIC_RELAXED);
+}
+
+/* drain threads 1 to nlanes - 1: drain, and sleep while the rings are empty */
+static void *drain_main(void *arg)
+{
+	struct drain_thread *d = arg;
+	struct run *run = d->run;
+	uint64_t at_start = runq_wait_ns();
+	double last = now_s(), drained = last, waited = last;
+	int sleep_ms = HS_DRAIN_SLEEP_MAX_MS;
+
+	while (!__atomic_load_n(&run->drains_quit, __ATOMIC_RELAXED)) {
+		double t = now_s();
+		int n;
+
+		drain_gap(d, &last, t);
+		hs_lane_lock(d->lane);
+		n = run->b->drain_lane(run->b, d->k, on_record, d);
+		hs_lane_unlock(d->lane);
+		if (n < 0) {
+			__atomic_store_n(&run->drains_err, n, __ATOMIC_RELAXED);
+			break;
+		}
+		t = now_s();
+		sleep_ms = drain_sleep_ms(sleep_ms, run->b->drain.ring_records, n, t - drained);
+		drained = t;
+		if (t - waited >= 1.0) {
+			drain_waited(d, at_start);
+			waited = t;
+		}
+		if (!n)
+			nanosleep(&(struct timespec){ 0, sleep_ms * 1000000L }, NULL);
+	}
+	drain_waited(d, at_start);
+	return NULL;
+}
+
+static int start_drains(struct run *run)
+{
+	for (int k = 0; k < run->w.nlanes; k++)
+		run->drains[k] = (struct drain_thread){ .run = run, .lane = &run->w.lane[k], .k = k };
+	for (int k = 1; k < run->w.nlanes; k++) {
+		int err = pthread_create(&run->drains[k].thread, NULL, drain_main, &run->drains[k]);
+
+		if (err) {
+			fprintf(stderr, "hopscope: cannot start drain thread %d: %s\n", k,
+				strerror(err));
+			return -err;
+		}
+		run->drains[k].started = true;
+	}
+	return 0;
+}
+
+/* the threads end after their drain; what is left in their rings the
+ * backend's stop hands to lane 0, which then knows their flows */
+static void stop_drains(struct run *run)
+{
+	__atomic_store_n(&run->drains_quit, 1, __ATOMIC_RELAXED);
+	for (int k = 1; k < run->w.nlanes; k++)
+		if (run->drains[k].started)
+			pthread_join(run->drains[k].thread, NULL);
+	hs_writer_merge_lanes(&run->w);
+}
+
+/* once a second: the counters, the snapshot, the COUNTERS chunk (the
+ * drains held, so that its counts are those of the records before it) */
+static void tick(struct run *run, struct opts *o, double t, double *last_flush)
+{
+	char *js;
+
+	hs_ifwatch(run->cfg, run->b);
+	read_counters(run, 0);
+	if (!run->counters_err)
+		resample(run, t, o->quiet);
+	hs_writer_hold(&run->w);
+	js = counters_json(run, &run->w, NULL);
+	snapshot(run, js, 0);
+	if (t - *last_flush >= o->counters_every) {
+		read_nat(run, false);
+		run->err = hs_writer_flush(&run->w, js);
+		*last_flush = t;
+	}
+	hs_writer_release(&run->w);
+	free(js);
+}
+
 static int record_loop(struct run *run, struct opts *o)
 {
 	double start = now_s(), last_flush = start, last_read = start, last_live = start;
@@ -789,27 +940,32 @@ static int record_loop(struct run *run, struct opts *o)
 	int sleep_ms = HS_DRAIN_SLEEP_MAX_MS;
 	const char *reason = "signal";
 	int live = !o->quiet && isatty(2);
+	struct drain_thread *d0 = &run->drains[0];
+	struct hs_tally tally;
+	uint64_t records, not_stored;
 	char *js;
 
+	run->cpu_at_start = cpu_ns();
 	run->drain_cpu_wait_at_start = runq_wait_ns();
+	run->err = start_drains(run);
 
 	while (!stop_signal && !run->err) {
-		double t, polled = now_s();
+		double t;
 		int n;
 
-		if (polled > last_poll && (polled - last_poll) * 1e9 > run->drain_max_gap_ns)
-			run->drain_max_gap_ns = (polled - last_poll) * 1e9;
-		last_poll = polled;
-		n = run->b->poll(run->b, sleep_ms, on_record, run);
+		drain_gap(d0, &last_poll, now_s());
+		/* lane 0 is this thread's alone: no lock */
+		n = run->b->poll(run->b, sleep_ms, on_record, d0);
+		n = n < 0 ? n : __atomic_load_n(&run->drains_err, __ATOMIC_RELAXED) ?: n;
 
 		if (n < 0 && n != -EINTR) {
 			/* a write error comes back through the callback (the writer
 			 * counts what it cannot store from then on); ECANCELED: the
 			 * backend stopped the run and said why */
 			if (n != -ECANCELED)
-				fprintf(stderr, "hopscope: %s: %s\n", run->err ?
+				fprintf(stderr, "hopscope: %s: %s\n", run->w.err ?
 					"writing the record file" : "reading records", strerror(-n));
-			run->err = run->err ?: n;
+			run->err = n;
 			reason = "error";
 			break;
 		}
@@ -818,30 +974,21 @@ static int record_loop(struct run *run, struct opts *o)
 		sleep_ms = drain_sleep_ms(sleep_ms, run->b->drain.ring_records, n, t - drained);
 		drained = t;
 		if (t - last_read >= 1.0) {
-			run->drain_cpu_wait_ns = runq_wait_ns() - run->drain_cpu_wait_at_start;
-			hs_ifwatch(run->cfg, run->b);
-			read_counters(run, 0);
-			if (!run->counters_err)
-				resample(run, t, o->quiet);
-			js = counters_json(run, &run->w, NULL);
-			snapshot(run, js, 0);
-			if (t - last_flush >= o->counters_every) {
-				read_nat(run, false);
-				run->err = hs_writer_flush(&run->w, js);
-				last_flush = t;
-			}
-			free(js);
+			drain_waited(d0, run->drain_cpu_wait_at_start);
+			tick(run, o, t, &last_flush);
 			last_read = t;
 		}
 		if (live && t - last_live >= 0.5) {
+			hs_writer_hold(&run->w);
 			live_line(run, t - start);
+			hs_writer_release(&run->w);
 			last_live = t;
 		}
 		if (o->duration && t - start >= o->duration) {
 			reason = "duration";
 			break;
 		}
-		if (o->count && run->w.complete >= o->count) {
+		if (o->count && hs_writer_complete(&run->w) >= o->count) {
 			reason = "count";
 			break;
 		}
@@ -850,13 +997,14 @@ static int record_loop(struct run *run, struct opts *o)
 	}
 	if (run->err)
 		reason = "error";
-	run->drain_cpu_wait_ns = runq_wait_ns() - run->drain_cpu_wait_at_start;
+	drain_waited(d0, run->drain_cpu_wait_at_start);
+	stop_drains(run);
 	/* a trigger still waiting for --flight-after: dumped while the probes run */
 	if (run->flight)
 		hs_flight_tick(run->flight, 1);
 	run->tx_err = run->tx_err ?: hs_ifaces_tx(run->cfg, run->tx_end);
 	run->tx_read = true;
-	int inflight = run->b->stop(run->b, on_record, run);
+	int inflight = run->b->stop(run->b, on_record, d0);
 
 	run->inflight_at_stop = inflight > 0 ? (uint64_t)inflight : 0;
 
@@ -880,7 +1028,8 @@ static int record_loop(struct run *run, struct opts *o)
 		run->err = run->err ?: err;
 	}
 	free(js);
-	summary(run, o->output, reason, now_s() - start);
+	hs_writer_tally(&run->w, &tally, &records, &not_stored);
+	summary(run, &tally, o->output, reason, now_s() - start);
 	if (run->flight && hs_flight_summary(run->flight))
 		run->err = run->err ?: -EIO;
 	if (run->tx_unseen)
@@ -888,17 +1037,17 @@ static int record_loop(struct run *run, struct opts *o)
 			"a way out no probe is on, or a t4 the kernel skipped (those are "
 			"recorded, inflight; outputs_tx in the END chunk; docs/recording.md, "
 			"Forwarding paths)\n", (unsigned long long)run->tx_unseen);
-	if (run->inflight_at_stop > run->w.t4_unseen)
+	if (run->inflight_at_stop > tally.t4_unseen)
 		fprintf(stderr, "hopscope: %llu packets were still inside the router at stop "
 			"(status inflight)\n",
-			(unsigned long long)(run->inflight_at_stop - run->w.t4_unseen));
+			(unsigned long long)(run->inflight_at_stop - tally.t4_unseen));
 	/* the known causes differ: a kernel that skips BPF tracepoint programs
 	 * in some contexts; the module's probes are not BPF, but a way out it
 	 * cannot follow is (docs/troubleshooting.md) */
-	if (run->w.t4_unseen)
+	if (tally.t4_unseen)
 		fprintf(stderr, "hopscope: WARNING: %llu packets (status inflight) were overtaken "
 			"by later packets of their flow that left: their t4 went unseen. %s\n",
-			(unsigned long long)run->w.t4_unseen, strcmp(run->b->name, "kmod") ?
+			(unsigned long long)tally.t4_unseen, strcmp(run->b->name, "kmod") ?
 			"A kernel that skips BPF tracepoint programs in some contexts causes "
 			"this; the packets keep their other stages (docs/troubleshooting.md)" :
 			"They left by a way the module did not follow (a merged packet whose "
@@ -907,6 +1056,25 @@ static int record_loop(struct run *run, struct opts *o)
 }
 
 /* --ready-fd: the machine-readable "recording" (a reader that is gone is not an error) */
+/* the drain threads: --drain-threads, else one per HS_CPUS_PER_DRAIN CPUs,
+ * at most one per CPU; one where no records come (--aggregate); -1: the
+ * backend has one (said why) */
+static int drain_lanes(const struct opts *o, const struct hs_backend *b)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_CONF);
+	int n = o->drain_threads ? o->drain_threads :
+		(int)((ncpu + HS_CPUS_PER_DRAIN - 1) / HS_CPUS_PER_DRAIN);
+
+	if (!b->drain_lane && o->drain_threads > 1) {
+		fprintf(stderr, "hopscope: --drain-threads needs the eBPF backend, not %s\n",
+			b->name);
+		return -1;
+	}
+	if (!b->drain_lane || o->cfg.hist == HS_HIST_AGGREGATE || n < 1)
+		return 1;
+	return n > ncpu ? (int)ncpu : n;
+}
+
 static void tell_ready(int fd)
 {
 	static const char line[] = "ready\n";
@@ -996,6 +1164,11 @@ int hs_cmd_record(int argc, char **argv)
 		run.b->close(run.b);
 		return 2;
 	}
+	run.b->nlanes = drain_lanes(&o, run.b);
+	if (run.b->nlanes < 0) {
+		run.b->close(run.b);
+		return 2;
+	}
 	hs_sampling_init(&run.sampling, &o.cfg);
 	run.said_n = o.cfg.sample_n;
 	/* the module follows no packet through a tunnel: it would lose them */
@@ -1039,7 +1212,7 @@ int hs_cmd_record(int argc, char **argv)
 				      start.mono_to_real_ns, flight_end_json, &run) : NULL;
 	}
 	if (!js_text(&header) || (o.cfg.flight_n && !run.flight) ||
-	    hs_writer_open(&run.w, o.output, js_text(&header)) ||
+	    hs_writer_open(&run.w, o.output, js_text(&header), run.b->nlanes) ||
 	    (o.snapshot && !(run.snap.header = strdup(js_text(&header))))) {
 		js_free(&header);
 		hs_flight_free(run.flight);

@@ -11,15 +11,17 @@ struct hs_ring_reader {
 	struct hs_ring_pos *pos;	/* ncpu positions */
 	int ncpu;
 	uint32_t shift;
-	struct hs_drain_seen *seen;	/* what the drain saw, kept up to date */
+	struct hs_drain_seen *seen;	/* what the drains saw, kept up to date */
 };
 
 /*
- * Every committed record of every CPU's ring, in each ring's order, to cb;
+ * Every committed record of the rings of lane's CPUs (c % nlanes == lane:
+ * each ring has one reader), in each ring's order, to cb;
  * a ring's reading stops at a place a program is still filling. A
  * callback's failure ends it (the record is taken, as the callback counts
  * what it could not store): the error, else the records handed over.
  */
-int hs_ring_drain(const struct hs_ring_reader *rr, hs_record_cb cb, void *ctx);
+int hs_ring_drain(const struct hs_ring_reader *rr, int lane, int nlanes, hs_record_cb cb,
+		  void *ctx);
 
 #endif

@@ -377,6 +377,7 @@ void hs_runmeta_counters(struct js *j, const uint64_t *counters, const struct hs
 	js_u64(j, "records_not_stored", u->not_stored);
 	js_u64(j, "inflight_at_stop", u->inflight_at_stop);
 	js_u64(j, "cpu_ns", u->cpu_ns);
+	js_u64(j, "drain_threads", u->drain_threads);
 	js_u64(j, "drain_cpu_wait_ns", u->drain_cpu_wait_ns);
 	js_u64(j, "drain_max_gap_ns", u->drain_max_gap_ns);
 	js_u64(j, "ring_records", u->ring_records);

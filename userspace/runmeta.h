@@ -52,10 +52,11 @@ struct hs_userspace_counts {
 	uint64_t t4_unseen;		/* records flagged HS_F_T4_UNSEEN */
 	uint64_t not_stored;		/* records received but not in the file (write error) */
 	uint64_t inflight_at_stop;	/* packets in a slot at the stop (0 before it) */
-	/* the recorder's own work: its CPU time, the drain's time waiting for a
-	 * CPU, the longest time between two drains, what the drain saw
+	/* the recorder's own work: its CPU time, its drain threads, the most
+	 * time one waited for a CPU, the longest time between two drains of a
+	 * thread, what the drains saw
 	 * (ring_records, peak_waiting), its time in write() (docs/record-format.md) */
-	uint64_t cpu_ns, drain_cpu_wait_ns, drain_max_gap_ns;
+	uint64_t cpu_ns, drain_threads, drain_cpu_wait_ns, drain_max_gap_ns;
 	uint64_t ring_records, ring_peak_waiting;
 	uint64_t write_ns, write_max_ns;
 };

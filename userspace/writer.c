@@ -60,19 +60,30 @@ static void cut_back(struct hs_writer *w)
 		lseek(w->fd, w->whole, SEEK_SET);
 }
 
-/* A write failed (disk full, file too large, I/O error; the I/O thread cut
- * the file back, room for the END chunk) or a buffer could not be had: from
- * now on nothing is written. The records buffered are counted as not stored. */
-static int fail(struct hs_writer *w, int err)
+static int file_err(struct hs_writer *w)
 {
-	if (!w->err)
-		w->err = err;
-	w->not_stored += w->nbuf;
-	w->nbuf = 0;
-	return w->err;
+	return __atomic_load_n(&w->err, __ATOMIC_RELAXED);
 }
 
-/* what the I/O thread could not write, into the caller's counts */
+/* A write failed (disk full, file too large, I/O error; the I/O thread cut
+ * the file back, room for the END chunk) or a buffer could not be had: from
+ * now on nothing is written. The lane's buffered records are counted as not
+ * stored. */
+static int lane_fail(struct hs_lane *l, int err)
+{
+	struct hs_writer *w = l->w;
+
+	pthread_mutex_lock(&w->mu);
+	if (!w->err)
+		__atomic_store_n(&w->err, err, __ATOMIC_RELAXED);
+	w->not_stored += l->nbuf;
+	err = w->err;
+	pthread_mutex_unlock(&w->mu);
+	l->nbuf = 0;
+	return err;
+}
+
+/* what the I/O thread could not write, into the file's counts */
 static void fold_io(struct hs_writer *w)
 {
 	if (!w->io_started)
@@ -82,16 +93,16 @@ static void fold_io(struct hs_writer *w)
 	w->not_stored += w->io_lost;
 	w->io_lost = 0;
 	if (w->io_err && !w->err)
-		w->err = w->io_err;
+		__atomic_store_n(&w->err, w->io_err, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&w->mu);
 }
 
-/* the caller's view after an I/O thread's failure: its error, nbuf not stored */
-static int check_io(struct hs_writer *w)
+/* the lane's view after a failure: the error, its buffer not stored */
+static int check_io(struct hs_lane *l)
 {
-	if (__atomic_load_n(&w->io_failed, __ATOMIC_ACQUIRE))
-		fold_io(w);
-	return w->err ? fail(w, w->err) : 0;
+	if (__atomic_load_n(&l->w->io_failed, __ATOMIC_ACQUIRE))
+		fold_io(l->w);
+	return file_err(l->w) ? lane_fail(l, file_err(l->w)) : 0;
 }
 
 static int write_chunk(struct hs_writer *w, uint32_t type, uint32_t count,
@@ -212,7 +223,7 @@ static void *io_main(void *arg)
 }
 
 /* one chunk to the I/O thread, which then owns payload; a RECORDS buffer
- * waits for room (HS_WRITE_QUEUE_CHUNKS) */
+ * waits for room (HS_WRITE_QUEUE_CHUNKS) and counts in written */
 static int enqueue(struct hs_writer *w, uint32_t type, uint32_t count, void *payload,
 		   uint32_t bytes, bool is_buf)
 {
@@ -231,6 +242,8 @@ static int enqueue(struct hs_writer *w, uint32_t type, uint32_t count, void *pay
 		w->head = it;
 	w->tail = it;
 	w->queued_bufs += is_buf;
+	if (is_buf)
+		w->written += count;
 	pthread_cond_signal(&w->more);
 	pthread_mutex_unlock(&w->mu);
 	return 0;
@@ -257,13 +270,38 @@ static void stop_io(struct hs_writer *w)
 	pthread_mutex_unlock(&w->mu);
 	pthread_join(w->io, NULL);	/* it wrote (or dropped) every chunk queued */
 	fold_io(w);
-	pthread_mutex_destroy(&w->mu);
-	pthread_cond_destroy(&w->more);
-	pthread_cond_destroy(&w->done);
 	w->io_started = false;
 }
 
-int hs_writer_open(struct hs_writer *w, const char *path, const char *header_json)
+/* the locks, the lanes and the flow table, before anything can fail */
+static int init(struct hs_writer *w, const char *path, int nlanes)
+{
+	memset(w, 0, sizeof(*w));
+	w->fd = -1;
+	w->path = path;
+	pthread_mutex_init(&w->mu, NULL);
+	pthread_mutex_init(&w->flows_mu, NULL);
+	pthread_cond_init(&w->more, NULL);
+	pthread_cond_init(&w->done, NULL);
+	w->nlanes = nlanes < 1 ? 1 : nlanes > HS_MAX_LANES ? HS_MAX_LANES : nlanes;
+	if (hs_flows_init(&w->flows, HS_MAX_FLOWS))
+		return -ENOMEM;
+	for (int i = 0; i < w->nlanes; i++) {
+		struct hs_lane *l = &w->lane[i];
+
+		l->w = w;
+		pthread_mutex_init(&l->mu, NULL);
+		l->buf = malloc(HS_CHUNK_RECORDS_MAX * sizeof(*l->buf));
+		l->memo = calloc(1, sizeof(*l->memo));
+		/* pages touched only as flows come */
+		l->done_t1 = calloc(HS_MAX_FLOWS, sizeof(*l->done_t1));
+		if (!l->buf || !l->memo || !l->done_t1)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+int hs_writer_open(struct hs_writer *w, const char *path, const char *header_json, int nlanes)
 {
 	struct hs_file_header h = {
 		.version = HS_FILE_VERSION,
@@ -272,14 +310,10 @@ int hs_writer_open(struct hs_writer *w, const char *path, const char *header_jso
 	};
 	size_t len = strlen(header_json), padded = (len + 7) / 8 * 8;
 	char *text;
-	int err;
+	int err = init(w, path, nlanes);
 
-	memset(w, 0, sizeof(*w));
-	w->fd = -1;
-	w->path = path;
-	w->buf = calloc(HS_CHUNK_RECORDS_MAX, sizeof(*w->buf));
-	if (!w->buf || hs_flows_init(&w->flows, 1u << 20))
-		return -ENOMEM;
+	if (err)
+		return err;
 	if (padded > UINT32_MAX - sizeof(h))
 		return -E2BIG;
 	err = create(w, path);
@@ -308,22 +342,17 @@ int hs_writer_open(struct hs_writer *w, const char *path, const char *header_jso
 		return err;
 	w->tmp[0] = 0;
 	w->whole = sizeof(h) + padded;
-	pthread_mutex_init(&w->mu, NULL);
-	pthread_cond_init(&w->more, NULL);
-	pthread_cond_init(&w->done, NULL);
 	err = -pthread_create(&w->io, NULL, io_main, w);
 	if (err) {
 		fprintf(stderr, "hopscope: cannot start the writing thread: %s\n", strerror(-err));
-		pthread_mutex_destroy(&w->mu);
-		pthread_cond_destroy(&w->more);
-		pthread_cond_destroy(&w->done);
 		return err;
 	}
 	w->io_started = true;
 	return 0;
 }
 
-/* items[*written .. n) as a FLOWS chunk: a copy, as the table grows meanwhile */
+/* items[*written .. n) as a FLOWS chunk: a copy, as the table grows meanwhile
+ * (under flows_mu) */
 static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_t n,
 		       uint32_t *written)
 {
@@ -334,94 +363,201 @@ static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_
 		return 0;
 	copy = malloc(bytes);
 	if (!copy)
-		return fail(w, -ENOMEM);
+		return -ENOMEM;
 	memcpy(copy, items + *written, bytes);
 	if (enqueue(w, HS_CHUNK_FLOWS, n - *written, copy, bytes, false)) {
 		free(copy);
-		return fail(w, -ENOMEM);
+		return -ENOMEM;
 	}
 	*written = n;
 	return 0;
 }
 
-static int write_pending(struct hs_writer *w)
+/*
+ * The flows not yet in the file, then the lane's records. A record names
+ * only flows added before it, and whichever lane hands chunks over next
+ * queues every flow added so far first: a flow's FLOWS chunk always comes
+ * before the records that name it.
+ */
+static int write_pending(struct hs_lane *l)
 {
+	struct hs_writer *w = l->w;
 	struct hs_flows *f = &w->flows;
 	struct hs_record *next;
-	int err = check_io(w);
+	int err = check_io(l);
 
 	if (err)
 		return err;
 	/* translations after the flows they name */
+	pthread_mutex_lock(&w->flows_mu);
 	err = write_flows(w, f->items, f->n, &f->written) ?:
 	      write_flows(w, f->nat, f->nat_n, &f->nat_written);
-	if (err || !w->nbuf)
-		return err;
+	pthread_mutex_unlock(&w->flows_mu);
+	if (err)
+		return lane_fail(l, err);
+	if (!l->nbuf)
+		return 0;
 	next = take_buffer(w);
-	if (!next || enqueue(w, HS_CHUNK_RECORDS, w->nbuf, w->buf, w->nbuf * sizeof(*w->buf),
+	if (!next || enqueue(w, HS_CHUNK_RECORDS, l->nbuf, l->buf, l->nbuf * sizeof(*l->buf),
 			     true)) {
 		free(next);
-		return fail(w, -ENOMEM);
+		return lane_fail(l, -ENOMEM);
 	}
-	w->written += w->nbuf;
-	w->nbuf = 0;
-	w->buf = next;
+	l->nbuf = 0;
+	l->buf = next;
 	return 0;
 }
 
-int hs_writer_add(struct hs_writer *w, const struct hs_record *r)
+int hs_lane_add(struct hs_lane *l, const struct hs_record *r)
 {
+	struct hs_writer *w = l->w;
 	struct hs_record rec, *slot = &rec;	/* rec: one counted, not stored */
+	struct hs_tally *t = &l->t;
+	int err = file_err(w);
 
-	if (__atomic_load_n(&w->io_failed, __ATOMIC_RELAXED) && !w->err)
-		check_io(w);
+	if (!err && __atomic_load_n(&w->io_failed, __ATOMIC_RELAXED))
+		err = check_io(l);
 
 	/* after a failed write nothing more is stored, only counted: the buffer
 	 * is never filled past HS_CHUNK_RECORDS_MAX */
-	if (!w->err)
-		slot = &w->buf[w->nbuf++];
+	if (!err)
+		slot = &l->buf[l->nbuf++];
 	*slot = *r;
-	slot->flow = hs_flows_id(&w->flows, r);
+	slot->flow = hs_flow_memo_id(l->memo, &w->flows, &w->flows_mu, r);
+	t->records++;
 	if (r->status < HS_ST_END)
-		w->by_status[r->status]++;
+		t->by_status[r->status]++;
 	if (r->status == HS_ST_COMPLETE) {
-		w->complete++;
+		/* read by other threads (hs_writer_complete) */
+		__atomic_store_n(&t->complete, t->complete + 1, __ATOMIC_RELAXED);
 		if (r->path < HS_PATH_END)
-			w->complete_by_path[r->path]++;
-		w->complete_wire += r->segs ? r->segs : 1;
-		if (slot->flow != HS_FLOW_NONE && r->t[HS_T1] > w->flows.done_t1[slot->flow])
-			w->flows.done_t1[slot->flow] = r->t[HS_T1];
+			t->complete_by_path[r->path]++;
+		t->complete_wire += r->segs ? r->segs : 1;
+		if (slot->flow != HS_FLOW_NONE && r->t[HS_T1] > l->done_t1[slot->flow])
+			l->done_t1[slot->flow] = r->t[HS_T1];
 	}
 	/* A flow keeps its order through the router (one RPS CPU, one FIFO or
 	 * per-flow qdisc queue): a packet still "inside" after a later one of its
 	 * flow left was not inside; its t4 went unseen. So is one evicted from
 	 * its slot after that (a ring lap later, its t4 never having come). The
 	 * backend hands over the ring's records in their order, and the inflight
-	 * ones after them, so every complete packet before is known here. This
-	 * is the one place that rule is decided: the record carries the verdict
-	 * (docs/record-format.md). */
+	 * ones after them, so every complete packet before is known here: a
+	 * flow's CPU is drained by one lane, and the inflight ones come to lane
+	 * 0 after hs_writer_merge_lanes. This is the one place that rule is
+	 * decided: the record carries the verdict (docs/record-format.md). */
 	if ((r->status == HS_ST_INFLIGHT || r->status == HS_ST_EVICTED) &&
-	    slot->flow != HS_FLOW_NONE && w->flows.done_t1[slot->flow] > r->t[HS_T1]) {
+	    slot->flow != HS_FLOW_NONE && l->done_t1[slot->flow] > r->t[HS_T1]) {
 		slot->flags |= HS_F_T4_UNSEEN;
-		w->t4_unseen++;
+		t->t4_unseen++;
 	}
-	if (w->err) {
+	if (err) {
+		pthread_mutex_lock(&w->mu);
 		w->not_stored++;
-		return w->err;
+		pthread_mutex_unlock(&w->mu);
+		return err;
 	}
-	return w->nbuf == HS_CHUNK_RECORDS_MAX ? write_pending(w) : 0;
+	return l->nbuf == HS_CHUNK_RECORDS_MAX ? write_pending(l) : 0;
+}
+
+uint64_t hs_writer_complete(struct hs_writer *w)
+{
+	uint64_t n = 0;
+
+	for (int i = 0; i < w->nlanes; i++)
+		n += __atomic_load_n(&w->lane[i].t.complete, __ATOMIC_RELAXED);
+	return n;
+}
+
+void hs_lane_lock(struct hs_lane *l)
+{
+	pthread_mutex_lock(&l->mu);
+}
+
+void hs_lane_unlock(struct hs_lane *l)
+{
+	pthread_mutex_unlock(&l->mu);
+}
+
+void hs_writer_hold(struct hs_writer *w)
+{
+	for (int i = 0; i < w->nlanes; i++)
+		pthread_mutex_lock(&w->lane[i].mu);
+}
+
+void hs_writer_release(struct hs_writer *w)
+{
+	for (int i = w->nlanes - 1; i >= 0; i--)
+		pthread_mutex_unlock(&w->lane[i].mu);
+}
+
+void hs_writer_tally(struct hs_writer *w, struct hs_tally *t, uint64_t *records_written,
+		     uint64_t *not_stored)
+{
+	uint64_t buffered = 0;
+
+	memset(t, 0, sizeof(*t));
+	for (int i = 0; i < w->nlanes; i++) {
+		const struct hs_tally *a = &w->lane[i].t;
+
+		t->records += a->records;
+		for (int k = 0; k < HS_ST_END; k++)
+			t->by_status[k] += a->by_status[k];
+		t->complete += a->complete;
+		for (int k = 0; k < HS_PATH_END; k++)
+			t->complete_by_path[k] += a->complete_by_path[k];
+		t->complete_wire += a->complete_wire;
+		t->t4_unseen += a->t4_unseen;
+		buffered += w->lane[i].nbuf;
+	}
+	pthread_mutex_lock(&w->mu);
+	*records_written = w->written + buffered;
+	*not_stored = w->not_stored;
+	pthread_mutex_unlock(&w->mu);
+}
+
+void hs_writer_merge_lanes(struct hs_writer *w)
+{
+	uint64_t *done = w->lane[0].done_t1;
+
+	for (int i = 1; i < w->nlanes; i++)
+		for (uint32_t id = 0; id < w->flows.n; id++)
+			if (w->lane[i].done_t1[id] > done[id])
+				done[id] = w->lane[i].done_t1[id];
+}
+
+int hs_writer_nat(struct hs_writer *w, const struct hs_tuple *from, const struct hs_nat *n,
+		  bool final, bool add)
+{
+	int err;
+
+	pthread_mutex_lock(&w->flows_mu);
+	err = hs_flows_nat(&w->flows, from, n, final, add);
+	pthread_mutex_unlock(&w->flows_mu);
+	return err;
+}
+
+static int write_all_pending(struct hs_writer *w)
+{
+	int err = 0;
+
+	for (int i = 0; i < w->nlanes; i++) {
+		int e = write_pending(&w->lane[i]);
+
+		err = err ?: e;
+	}
+	return err;
 }
 
 int hs_writer_flush(struct hs_writer *w, const char *counters_json)
 {
-	int err = write_pending(w);
+	int err = write_all_pending(w);
 	char *copy;
 
 	if (!err && counters_json) {
 		copy = strdup(counters_json);
 		if (!copy || enqueue(w, HS_CHUNK_COUNTERS, 0, copy, strlen(copy), false)) {
 			free(copy);
-			err = fail(w, -ENOMEM);
+			err = lane_fail(&w->lane[0], -ENOMEM);
 		}
 	}
 	return err;
@@ -429,7 +565,7 @@ int hs_writer_flush(struct hs_writer *w, const char *counters_json)
 
 int hs_writer_sync(struct hs_writer *w)
 {
-	int err = write_pending(w);
+	int err = write_all_pending(w);
 
 	if (w->io_started) {
 		pthread_mutex_lock(&w->mu);
@@ -437,7 +573,7 @@ int hs_writer_sync(struct hs_writer *w)
 			pthread_cond_wait(&w->done, &w->mu);
 		pthread_mutex_unlock(&w->mu);
 	}
-	return check_io(w) ?: err;
+	return check_io(&w->lane[0]) ?: err;
 }
 
 int hs_writer_close(struct hs_writer *w, const char *end_json)
@@ -452,7 +588,7 @@ int hs_writer_close(struct hs_writer *w, const char *end_json)
 		end_err = write_chunk(w, HS_CHUNK_END, 0, end_json, strlen(end_json));
 		if (end_err) {
 			cut_back(w);	/* no part of an END chunk */
-			fail(w, end_err);
+			lane_fail(&w->lane[0], end_err);
 		}
 		if (!err)
 			err = end_err;
@@ -467,6 +603,8 @@ int hs_writer_close(struct hs_writer *w, const char *end_json)
 
 void hs_writer_free(struct hs_writer *w)
 {
+	if (!w->nlanes)		/* never opened */
+		return;
 	stop_io(w);	/* without a close: what was queued is written first */
 	if (w->fd >= 0)
 		close(w->fd);
@@ -479,9 +617,20 @@ void hs_writer_free(struct hs_writer *w)
 			(unsigned long long)w->not_stored, w->path, strerror(-w->err),
 			(unsigned long long)w->written, (unsigned long long)w->whole);
 	w->not_stored = 0;
-	free(w->buf);
-	w->buf = NULL;
+	for (int i = 0; i < w->nlanes; i++) {
+		struct hs_lane *l = &w->lane[i];
+
+		free(l->buf);
+		free(l->memo);
+		free(l->done_t1);
+		pthread_mutex_destroy(&l->mu);
+	}
 	while (w->nspare)
 		free(w->spare[--w->nspare]);
 	hs_flows_free(&w->flows);
+	pthread_mutex_destroy(&w->mu);
+	pthread_mutex_destroy(&w->flows_mu);
+	pthread_cond_destroy(&w->more);
+	pthread_cond_destroy(&w->done);
+	w->nlanes = 0;
 }

@@ -112,7 +112,7 @@ static int path(const char *file, uint64_t records, uint32_t shift, int producer
 	rr.ring = b.ring;
 	rr.pos = b.pos;
 	pin(drain_cpu);	/* before the writing thread starts: it shares the drain's CPU */
-	if (hs_writer_open(&b.w, file, "{\"format\":\"hopscope-record\"}"))
+	if (hs_writer_open(&b.w, file, "{\"format\":\"hopscope-record\"}", 1))
 		return 1;
 	t0 = now(CLOCK_MONOTONIC);
 	cpu0 = now(CLOCK_THREAD_CPUTIME_ID);
@@ -120,7 +120,7 @@ static int path(const char *file, uint64_t records, uint32_t shift, int producer
 	if (pthread_create(&producer, NULL, produce, &b))
 		return 1;
 	while (b.taken < records && err >= 0)
-		err = hs_ring_drain(&rr, take, &b);
+		err = hs_ring_drain(&rr, 0, 1, take, &b);
 	err = err < 0 ? err : hs_writer_sync(&b.w);
 	double seconds = now(CLOCK_MONOTONIC) - t0, drain_cpu_s = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 

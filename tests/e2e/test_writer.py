@@ -42,7 +42,7 @@ int main(int argc, char **argv)
 	char end[256];
 
 	if (hs_writer_open(&w, argv[1], "{\"format\":\"hopscope-record\",\"version\":2,"
-			   "\"stages\":[\"t1\",\"t2\",\"t3\",\"t4\"]}"))
+			   "\"stages\":[\"t1\",\"t2\",\"t3\",\"t4\"]}", 1))
 		return 1;
 	/* the ring's records first, as every backend hands them over */
 	add(0x01011262, HS_ST_COMPLETE, 1000);	/* flow A: left; arrived at 1000 */
@@ -55,11 +55,11 @@ int main(int argc, char **argv)
 	if (hs_writer_sync(&w))	/* the counts final before END */
 		return 1;
 	snprintf(end, sizeof(end), "{\"userspace\":{\"t4_unseen\":%llu},\"stop_reason\":\"signal\"}",
-		 (unsigned long long)w.t4_unseen);
+		 (unsigned long long)w.lane[0].t.t4_unseen);
 	if (hs_writer_close(&w, end))
 		return 1;
+	printf("%llu\n", (unsigned long long)w.lane[0].t.t4_unseen);
 	hs_writer_free(&w);
-	printf("%llu\n", (unsigned long long)w.t4_unseen);
 	return 0;
 }
 """

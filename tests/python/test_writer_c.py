@@ -1,20 +1,24 @@
 """userspace/writer.c and json.c driven by a small C program (built with
 AddressSanitizer when the compiler has it): a disk that fills, an output path
-that is not a regular file or is being read, text that is not UTF-8, and
-NAT's translations in the flow table (flows.c)."""
+that is not a regular file or is being read, text that is not UTF-8, NAT's
+translations in the flow table (flows.c), and drain threads adding records
+to lanes of their own (under ThreadSanitizer)."""
 import json
 import mmap
 import os
 import subprocess
 import warnings
 
+import numpy as np
 import pytest
 
 import charness
 import hopscope
+from hopscope.record import format as fmt
 
 
 PROGRAM = r"""
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,19 +30,25 @@ PROGRAM = r"""
 static struct hs_writer w;
 static unsigned long long received;
 
+static void fill(struct hs_record *r, __u32 i, __u8 status)
+{
+	memset(r, 0, sizeof(*r));
+	r->saddr[0] = 0x01011262 + (i % 50);
+	r->daddr[0] = 0x02031262;
+	r->proto = 17;
+	r->status = status;
+	r->t[HS_T1] = 1000 + i;
+	if (status == HS_ST_COMPLETE)
+		r->t[HS_T2] = r->t[HS_T1] + 1, r->t[HS_T3] = r->t[HS_T1] + 2,
+		r->t[HS_T4] = r->t[HS_T1] + 3;
+	r->seq = hs_seq(0, i + 1);
+}
+
 static int add(__u32 i, __u8 status)
 {
 	struct hs_record r;
 
-	memset(&r, 0, sizeof(r));
-	r.saddr[0] = 0x01011262 + (i % 50);
-	r.daddr[0] = 0x02031262;
-	r.proto = 17;
-	r.status = status;
-	r.t[HS_T1] = 1000 + i;
-	if (status == HS_ST_COMPLETE)
-		r.t[HS_T2] = r.t[HS_T1] + 1, r.t[HS_T3] = r.t[HS_T1] + 2, r.t[HS_T4] = r.t[HS_T1] + 3;
-	r.seq = hs_seq(0, i + 1);
+	fill(&r, i, status);
 	received++;
 	return hs_writer_add(&w, &r);
 }
@@ -46,12 +56,79 @@ static int add(__u32 i, __u8 status)
 static const char *counts(const char *stop)
 {
 	static char buf[512];
+	struct hs_tally t;
+	uint64_t written, not_stored;
 
+	hs_writer_tally(&w, &t, &written, &not_stored);
 	snprintf(buf, sizeof(buf), "{\"userspace\":{\"records_written\":%llu,"
-		 "\"records_not_stored\":%llu}%s%s%s}", (unsigned long long)(w.written + w.nbuf),
-		 (unsigned long long)w.not_stored, stop ? ",\"stop_reason\":\"" : "",
+		 "\"records_not_stored\":%llu,\"records_by_status\":{\"complete\":%llu,"
+		 "\"inflight\":%llu},\"t4_unseen\":%llu}%s%s%s}", (unsigned long long)written,
+		 (unsigned long long)not_stored,
+		 (unsigned long long)t.by_status[HS_ST_COMPLETE],
+		 (unsigned long long)t.by_status[HS_ST_INFLIGHT],
+		 (unsigned long long)t.t4_unseen, stop ? ",\"stop_reason\":\"" : "",
 		 stop ? stop : "", stop ? "\"" : "");
 	return buf;
+}
+
+/* lanes: each thread adds its own records to its lane, as a drain thread */
+struct lane_run {
+	pthread_t thread;
+	int k, n, err;
+};
+
+static void *lane_main(void *arg)
+{
+	struct lane_run *lr = arg;
+	struct hs_lane *l = &w.lane[lr->k];
+
+	/* batches, as a drain; flows shared with the other lanes, and some of
+	 * this lane's own; every 7th packet left inside, a later one of its
+	 * flow complete: judged t4_unseen in this lane */
+	for (int i = 0; i < lr->n && !lr->err; i += 100) {
+		hs_lane_lock(l);
+		for (int j = i; j < i + 100 && j < lr->n && !lr->err; j++) {
+			struct hs_record r;
+
+			fill(&r, j, j % 7 == 3 ? HS_ST_INFLIGHT : HS_ST_COMPLETE);
+			r.saddr[1] = lr->k * (j % 3);	/* 0: a flow every lane has */
+			lr->err = hs_lane_add(l, &r);
+		}
+		hs_lane_unlock(l);
+	}
+	return NULL;
+}
+
+static int lanes(const char *path, int nlanes, int n)
+{
+	struct lane_run lr[HS_MAX_LANES];
+	int err = 0;
+
+	if (hs_writer_open(&w, path, "{\"format\":\"hopscope-record\"}", nlanes))
+		return 1;
+	for (int k = 0; k < nlanes; k++) {
+		lr[k] = (struct lane_run){ .k = k, .n = n };
+		if (pthread_create(&lr[k].thread, NULL, lane_main, &lr[k]))
+			return 1;
+	}
+	/* the recorder's tick meanwhile: COUNTERS chunks with the lanes held */
+	for (int i = 0; i < 50; i++) {
+		hs_writer_hold(&w);
+		err = err ?: hs_writer_flush(&w, counts(NULL));
+		hs_writer_release(&w);
+		nanosleep(&(struct timespec){ 0, 200000 }, NULL);
+	}
+	/* the lanes' counts, read while they add (as --count does) */
+	printf("%llu ", (unsigned long long)hs_writer_complete(&w));
+	for (int k = 0; k < nlanes; k++) {
+		pthread_join(lr[k].thread, NULL);
+		err = err ?: lr[k].err;
+	}
+	hs_writer_merge_lanes(&w);
+	err = err ?: hs_writer_sync(&w) ?: hs_writer_close(&w, counts("signal"));
+	printf("%d %llu %u\n", err, (unsigned long long)w.written, w.flows.n);
+	hs_writer_free(&w);
+	return 0;
 }
 
 static int full(const char *path, long limit, int n, int inflight)
@@ -62,7 +139,7 @@ static int full(const char *path, long limit, int n, int inflight)
 	signal(SIGXFSZ, SIG_IGN);	/* EFBIG rather than death */
 	if (setrlimit(RLIMIT_FSIZE, &rl))
 		return 3;
-	if (hs_writer_open(&w, path, "{\"format\":\"hopscope-record\"}"))
+	if (hs_writer_open(&w, path, "{\"format\":\"hopscope-record\"}", 1))
 		return 1;
 	/* the poll loop: stops adding at the first error, as record.c does */
 	for (int i = 0; i < n && !err; i++) {
@@ -143,7 +220,8 @@ static int nat(const char *path)
 	struct hs_record r;
 	int err;
 
-	if (hs_writer_open(&w, path, "{\"format\":\"hopscope-record\",\"nat_translations\":true}"))
+	if (hs_writer_open(&w, path, "{\"format\":\"hopscope-record\",\"nat_translations\":true}",
+			   1))
 		return 1;
 	for (__u32 i = 0; i < 2000; i++) {
 		memset(&r, 0, sizeof(r));
@@ -183,8 +261,10 @@ int main(int argc, char **argv)
 		return text(argv[2]);
 	if (!strcmp(argv[1], "nat"))
 		return nat(argv[2]);
+	if (!strcmp(argv[1], "lanes"))
+		return lanes(argv[2], atoi(argv[3]), atoi(argv[4]));
 	if (!strcmp(argv[1], "open")) {	/* a file with n records, nothing else */
-		if (hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}"))
+		if (hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}", 1))
 			return 1;
 		for (int i = 0; i < atoi(argv[3]); i++)
 			add(i, HS_ST_COMPLETE);
@@ -316,3 +396,34 @@ def test_nat_translations_new_changed_and_final(harness, tmp_path):
     nat = {f["flow"]: f for f in df.attrs["nat"]["flows"]}
     assert nat[0]["changed"] and nat[0]["packets"] == 9 and nat[0]["to"][0] == "2.0.3.1"
     assert not nat[1500]["changed"] and nat[2000]["records"] == 0
+
+
+@pytest.mark.parametrize("nlanes", [1, 4])
+def test_lanes_share_the_file_and_the_flow_table(harness_tsan, tmp_path, nlanes):
+    """Drain threads (--drain-threads) add records to lanes of their own while
+    the recorder's tick holds them for COUNTERS chunks: ThreadSanitizer sees
+    no unguarded access; every record is in the file once, under the id of
+    its own 5-tuple in the one flow table, each flow's FLOWS chunk before
+    its records, and every COUNTERS chunk's counts are those of the records
+    before it (the invariants)."""
+    n = 60_000
+    out = _run(harness_tsan, "lanes", tmp_path / "l.hsr", nlanes, n)
+    assert out.returncode == 0 and "ThreadSanitizer" not in out.stderr, out.stderr[-3000:]
+    complete_then, err, written, nflows = map(int, out.stdout.split())
+    second = {0} | {v for k in range(1, nlanes) for v in (k, 2 * k)}
+    assert (err, written, nflows) == (0, nlanes * n, 50 * len(second))
+    assert complete_then <= nlanes * (n - n // 7), complete_then
+    rf = hopscope.RecordFile(tmp_path / "l.hsr")
+    assert rf.n_records == written and not rf.problems, rf.problems
+    assert len(rf.snapshots) == 50
+    recs = np.concatenate(rf.records)
+    flows = rf.flows[recs["flow"]]
+    assert (flows["saddr"] == recs["saddr"]).all() and (flows["proto"] == 17).all()
+    # a flow's FLOWS chunk comes before any record that names it
+    defined, parts = 0, iter(rf.records)
+    for c in rf.chunks:
+        if c.type == fmt.CHUNK_FLOWS:
+            defined += c.count
+        elif c.type == fmt.CHUNK_RECORDS:
+            assert int(next(parts)["flow"].max()) < defined
+    assert defined == nflows

@@ -155,7 +155,9 @@ def recorder_line(us):
             if us.get("drain_cpu_wait_ns") else "")
     gap = us.get("drain_max_gap_ns", 0)  # 0: stopped before a second drain
     gap = f"; drains at most {_time(gap)} apart" if gap else ""
-    return (f"CPU {_time(us['cpu_ns'])}{per}{wait}{gap}{fill}; write() "
+    threads = us.get("drain_threads", 1)
+    threads = f", {threads} drain threads" if threads > 1 else ""
+    return (f"CPU {_time(us['cpu_ns'])}{per}{threads}{wait}{gap}{fill}; write() "
             f"{_time(us.get('write_ns', 0))}, the longest {_time(us.get('write_max_ns', 0))}")
 
 
