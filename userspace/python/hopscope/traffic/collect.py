@@ -7,7 +7,6 @@ from .result import RunError, RunResult
 from .truth import join_truth, truth_counts
 
 
-
 def collect(run, counters, finish=None):
     """RunResult of a finished run (run._Run); writes the tables and metadata
     (after finish(result, meta), when given)."""
@@ -35,7 +34,7 @@ def collect(run, counters, finish=None):
                 n_recv = m["server_received"]
                 if cond.testbed["sink"]:
                     n_recv = counters.deltas()["sink"]["packets"]
-                elif s.protocol == "udp":
+                elif kernel_counted(s, cond):
                     n_recv = meta["rxcount"][s.name]  # what reached the receiver
         except (RuntimeError, OSError, KeyError, ValueError) as e:
             raise RunError(f"{s.name}: its generator's results: {e}")
