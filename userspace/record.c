@@ -43,6 +43,7 @@ struct opts {
 	int quiet;
 	int ready_fd;		/* -1: none */
 	int realtime;		/* --realtime's SCHED_FIFO priority, 0: none */
+	bool realtime_asked;	/* given, not the default: a refusal is an error */
 	int drain_threads;	/* --drain-threads, 0: auto */
 };
 
@@ -112,8 +113,9 @@ static const struct argp_option options[] = {
 	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default "
 	  HS_STR(HS_SLOTS_DEFAULT) ")" },
 	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default 32)" },
-	{ "realtime", OPT_REALTIME, "PRIO", 0, "drain the rings at SCHED_FIFO priority PRIO (1-99): "
-	  "other work on the recorder's CPU cannot hold the drain up (as perf record -r)" },
+	{ "realtime", OPT_REALTIME, "PRIO", 0, "drain the rings at SCHED_FIFO priority PRIO "
+	  "(1-99; default 1, 0: the normal scheduler): other work on the recorder's CPU cannot "
+	  "hold the drain up (as perf record -r)" },
 	{ "drain-threads", OPT_DRAIN_THREADS, "N|auto", 0, "threads that drain the record "
 	  "rings, each the rings of every Nth CPU (auto, the default: one per "
 	  HS_STR(HS_CPUS_PER_DRAIN) " CPUs; eBPF backend)" },
@@ -271,9 +273,11 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_REALTIME: {
 		long prio = strtol(arg, &end, 10);
 
-		if (*end || prio < 1 || prio > 99)
-			argp_error(state, "--realtime must be a priority from 1 to 99, not '%s'", arg);
+		if (*end || end == arg || prio < 0 || prio > 99)
+			argp_error(state, "--realtime must be a priority from 1 to 99, or 0, not '%s'",
+				   arg);
 		o->realtime = prio;
+		o->realtime_asked = true;
 		break;
 	}
 	case OPT_DRAIN_THREADS: {
@@ -818,10 +822,12 @@ static void resample(struct run *run, double t, int quiet)
 }
 
 /*
- * How long the drain may sleep when it finds the rings empty: a quarter of
- * the time a ring takes to fill at the rate the last drain saw (as if all
- * of it came on one CPU), 1 to 20 ms. A fixed 20 ms filled a 8192-record
- * ring to 93 % at 360 k records/s; idle, it doubles back to 20 ms.
+ * How long a drain sleeps after each drain: a quarter of the time a ring
+ * takes to fill at the rate the last drain saw (as if all of it came on one
+ * CPU), 1 to 20 ms. A fixed 20 ms filled a 8192-record ring to 93 % at
+ * 360 k records/s; idle, it doubles back to 20 ms. It sleeps after a drain
+ * that found records too, so that a drain at SCHED_FIFO (--realtime) never
+ * holds its CPU while records keep coming: it takes its records in batches.
  */
 #define HS_DRAIN_SLEEP_MAX_MS 20
 
@@ -848,7 +854,7 @@ static void drain_waited(struct drain_thread *d, uint64_t at_start)
 	__atomic_store_n(&d->cpu_wait_ns, runq_wait_ns() - at_start, __ATOMIC_RELAXED);
 }
 
-/* drain threads 1 to nlanes - 1: drain, and sleep while the rings are empty */
+/* drain threads 1 to nlanes - 1: drain, then sleep (drain_sleep_ms) */
 static void *drain_main(void *arg)
 {
 	struct drain_thread *d = arg;
@@ -876,8 +882,7 @@ static void *drain_main(void *arg)
 			drain_waited(d, at_start);
 			waited = t;
 		}
-		if (!n)
-			nanosleep(&(struct timespec){ 0, sleep_ms * 1000000L }, NULL);
+		nanosleep(&(struct timespec){ 0, sleep_ms * 1000000L }, NULL);
 	}
 	drain_waited(d, at_start);
 	return NULL;
@@ -973,6 +978,9 @@ static int record_loop(struct run *run, struct opts *o)
 		/* the n records came in since the last poll's drain ended */
 		sleep_ms = drain_sleep_ms(sleep_ms, run->b->drain.ring_records, n, t - drained);
 		drained = t;
+		/* poll slept if it found nothing; after a batch, here */
+		if (n > 0)
+			nanosleep(&(struct timespec){ 0, sleep_ms * 1000000L }, NULL);
 		if (t - last_read >= 1.0) {
 			drain_waited(d0, run->drain_cpu_wait_at_start);
 			tick(run, o, t, &last_flush);
@@ -1104,6 +1112,7 @@ int hs_cmd_record(int argc, char **argv)
 			.sample_n = 1,
 		},
 		.backend = "auto",
+		.realtime = 1,
 		.xdp_mode = "auto",
 		.flight = { .max_dumps = 100 },
 		.ready_fd = -1,
@@ -1129,12 +1138,15 @@ int hs_cmd_record(int argc, char **argv)
 			"CAP_PERFMON + CAP_NET_ADMIN)\n");
 		return 1;
 	}
-	/* before the writing thread starts: it inherits the policy */
+	/* before the drain and writing threads start: they inherit the policy */
 	if (o.realtime &&
 	    sched_setscheduler(0, SCHED_FIFO, &(struct sched_param){ .sched_priority = o.realtime })) {
-		fprintf(stderr, "hopscope: --realtime %d: cannot run at SCHED_FIFO: %s\n",
-			o.realtime, strerror(errno));
-		return 1;
+		fprintf(stderr, "hopscope: %s--realtime %d: cannot run at SCHED_FIFO: %s%s\n",
+			o.realtime_asked ? "" : "WARNING: ", o.realtime, strerror(errno),
+			o.realtime_asked ? "" : " (the drain runs at the normal scheduler: other "
+			"work on its CPU can hold it up)");
+		if (o.realtime_asked)
+			return 1;
 	}
 	/* here, before the netns's own /sys replaces this one */
 	hs_clock_facts_read(&clock);

@@ -46,7 +46,8 @@ BASE = ["--in", "a", "--out", "b", "-o", "/nonexistent/never.hsr"]
     (["--gro=on"], "--gro"),
     (["--gro="], "--gro"),
     (["--floor=clock", "--backend", "kmod"], "--floor=clock needs the eBPF backend"),
-    (["--realtime=0"], "--realtime"),
+    (["--realtime=-1"], "--realtime"),
+    (["--realtime="], "--realtime"),
     (["--realtime=100"], "--realtime"),
     (["--realtime=fifo"], "--realtime"),
 ])
@@ -137,7 +138,12 @@ def test_counters_that_cannot_be_read_are_an_error(hostile_netns, tmp_path):
     assert "cannot read the tracer's counters" in err, err
 
 
-def test_realtime_drains_at_sched_fifo(hostile_netns, tmp_path):
+@pytest.mark.parametrize("args, policy", [
+    ((), (1, 1)),                     # the default: SCHED_FIFO (1) at priority 1
+    (("--realtime", "3"), (3, 1)),
+    (("--realtime", "0"), (0, 0)),    # the normal scheduler (SCHED_OTHER)
+])
+def test_realtime_drains_at_sched_fifo(hostile_netns, tmp_path, args, policy):
     """--realtime PRIO: the drain (and the writing thread it starts) at
     SCHED_FIFO PRIO, so that other work on its CPU cannot hold it up; the
     run records and ends as any other"""
@@ -145,7 +151,7 @@ def test_realtime_drains_at_sched_fifo(hostile_netns, tmp_path):
     sh("ip", "-n", hostile_netns, "link", "set", "v0", "up")
     sh("ip", "-n", hostile_netns, "link", "set", "v1", "up")
     p = start_recorder([HOPSCOPE, "record", "--netns", hostile_netns, "--in", "v0",
-                        "--out", "v1", "-q", "--realtime", "3", "-o", str(tmp_path / "run.hsr")],
+                        "--out", "v1", "-q", *args, "-o", str(tmp_path / "run.hsr")],
                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         policies = {}
@@ -157,5 +163,5 @@ def test_realtime_drains_at_sched_fifo(hostile_netns, tmp_path):
         p.send_signal(signal.SIGINT)
         _, err = p.communicate(timeout=30)
     assert p.returncode == 0, err
-    # the drain and the writing thread: SCHED_FIFO (1) at priority 3
-    assert len(policies) >= 2 and set(policies.values()) == {(3, 1)}, policies
+    # the drain and the writing thread alike
+    assert len(policies) >= 2 and set(policies.values()) == {policy}, policies
