@@ -116,16 +116,17 @@ struct hs_hook {
 struct hs_drain_seen {
 	uint64_t ring_records;
 	uint64_t peak_waiting;
+	bool more;	/* the last poll stopped at its batch's bound, records waiting */
 };
 
 struct hs_backend {
 	const char *name;
 	/* attach everything; on failure print why to stderr and return -errno */
 	int (*open)(struct hs_backend *b, struct hs_config *cfg);
-	/* wait up to timeout_ms, hand every record of drain lane 0 to cb;
-	 * returns records or -errno, -ECANCELED when it stopped the run and has
-	 * said why */
-	int (*poll)(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx);
+	/* hand every record waiting in drain lane 0 to cb, without waiting for
+	 * more; returns records or -errno, -ECANCELED when it stopped the run and
+	 * has said why */
+	int (*poll)(struct hs_backend *b, hs_record_cb cb, void *ctx);
 	/* drain lane `lane` (1 to nlanes - 1): hand its CPUs' records to cb
 	 * without waiting, from a thread of its own; returns records or -errno.
 	 * NULL: this backend has one lane */

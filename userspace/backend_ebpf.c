@@ -669,20 +669,12 @@ static int check_meta(struct ebpf *e)
 	return 0;
 }
 
-static int ebpf_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx)
+static int ebpf_poll(struct hs_backend *b, hs_record_cb cb, void *ctx)
 {
 	struct ebpf *e = b->priv;
-	int n;
+	/* programs never wake the recorder: it drains what is there and sleeps */
+	int n = ring_drain(e, 0, b->nlanes, cb, ctx);
 
-	/* programs never wake the recorder: drain what is there, else sleep
-	 * (a signal ends the sleep early) and drain again */
-	n = ring_drain(e, 0, b->nlanes, cb, ctx);
-	if (n == 0) {
-		struct timespec ts = { timeout_ms / 1000, timeout_ms % 1000 * 1000000L };
-
-		nanosleep(&ts, NULL);
-		n = ring_drain(e, 0, b->nlanes, cb, ctx);
-	}
 	if (n >= 0 && __atomic_load_n(&e->meta_open, __ATOMIC_RELAXED)) {
 		int err = check_meta(e);
 

@@ -7,7 +7,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -250,16 +249,13 @@ static int drain(struct kmod *k, hs_record_cb cb, void *ctx, int max_reads, int 
 	return n;
 }
 
-static int kmod_poll(struct hs_backend *b, int timeout_ms, hs_record_cb cb, void *ctx)
+static int kmod_poll(struct hs_backend *b, hs_record_cb cb, void *ctx)
 {
 	struct kmod *k = b->priv;
-	struct pollfd p = { .fd = k->fd, .events = POLLIN };
-	int eof, inflight = 0;
+	int eof, inflight = 0, n = drain(k, cb, ctx, KMOD_READS_PER_POLL, &eof, &inflight);
 
-	/* the module wakes readers once per tick, not per record */
-	if (poll(&p, 1, timeout_ms) < 0)
-		return errno == EINTR ? 0 : -errno;
-	return drain(k, cb, ctx, KMOD_READS_PER_POLL, &eof, &inflight);
+	b->drain.more = n >= KMOD_READS_PER_POLL * KMOD_BATCH;
+	return n;
 }
 
 static int kmod_counters(struct hs_backend *b, uint64_t *out)

@@ -960,10 +960,10 @@ static int record_loop(struct run *run, struct opts *o)
 
 		drain_gap(d0, &last_poll, now_s());
 		/* lane 0 is this thread's alone: no lock */
-		n = run->b->poll(run->b, sleep_ms, on_record, d0);
+		n = run->b->poll(run->b, on_record, d0);
 		n = n < 0 ? n : __atomic_load_n(&run->drains_err, __ATOMIC_RELAXED) ?: n;
 
-		if (n < 0 && n != -EINTR) {
+		if (n < 0) {
 			/* a write error comes back through the callback (the writer
 			 * counts what it cannot store from then on); ECANCELED: the
 			 * backend stopped the run and said why */
@@ -978,8 +978,9 @@ static int record_loop(struct run *run, struct opts *o)
 		/* the n records came in since the last poll's drain ended */
 		sleep_ms = drain_sleep_ms(sleep_ms, run->b->drain.ring_records, n, t - drained);
 		drained = t;
-		/* poll slept if it found nothing; after a batch, here */
-		if (n > 0)
+		/* a signal ends the sleep early; no sleep when the batch stopped at
+		 * the backend's bound with records waiting */
+		if (!run->b->drain.more)
 			nanosleep(&(struct timespec){ 0, sleep_ms * 1000000L }, NULL);
 		if (t - last_read >= 1.0) {
 			drain_waited(d0, run->drain_cpu_wait_at_start);

@@ -424,7 +424,6 @@ int hs_lane_add(struct hs_lane *l, const struct hs_record *r)
 		slot = &l->buf[l->nbuf++];
 	*slot = *r;
 	slot->flow = hs_flow_memo_id(l->memo, &w->flows, &w->flows_mu, r);
-	t->records++;
 	if (r->status < HS_ST_END)
 		t->by_status[r->status]++;
 	if (r->status == HS_ST_COMPLETE) {
@@ -499,7 +498,6 @@ void hs_writer_tally(struct hs_writer *w, struct hs_tally *t, uint64_t *records_
 	for (int i = 0; i < w->nlanes; i++) {
 		const struct hs_tally *a = &w->lane[i].t;
 
-		t->records += a->records;
 		for (int k = 0; k < HS_ST_END; k++)
 			t->by_status[k] += a->by_status[k];
 		t->complete += a->complete;

@@ -22,7 +22,6 @@ struct hs_writer;
 
 /* what a lane's records were, counted as they were added (stored or not) */
 struct hs_tally {
-	uint64_t records;
 	uint64_t by_status[HS_ST_END];	/* by enum hs_status */
 	uint64_t complete;
 	uint64_t complete_by_path[HS_PATH_END];	/* complete records by enum hs_path */

@@ -150,7 +150,10 @@ def test_cross_cpu_when_the_output_is_dequeued_on_another_cpu(bed, tmp_path):
     rec.stop()
     df = hopscope.load(rec.out)
     c = df[df.status == "complete"]
-    assert set(zip(c.tos, c.cpu_in)) == {(4, 0), (8, 1)}  # t1 on the sending CPU
+    # t1 on the sending CPU, whatever became of the packet: which sender's
+    # packets the TBF lets through (a tenth of them) is a race between the two
+    sent = df[df.tos.isin((4, 8))]
+    assert set(zip(sent.tos, sent.cpu_in)) == {(4, 0), (8, 1)}
     assert (df.cross_cpu == ((df.status == "complete") & (df.cpu_in != df.cpu_out))).all()
     assert df.attrs["cross_cpu"] == df.cross_cpu.sum() > 0
     assert (c.cpu_out != c.cpu_in).sum() == df.attrs["cross_cpu"]
