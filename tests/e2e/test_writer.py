@@ -73,7 +73,7 @@ def test_inflight_or_evicted_overtaken_by_its_flow_is_flagged_t4_unseen(tmp_path
     subprocess.run([gcc, "-std=gnu11", "-Wall", "-Werror", "-I", str(ROOT / "include"),
                     "-I", str(ROOT / "userspace"), "-o", str(exe),
                     str(tmp_path / "w.c"), str(ROOT / "userspace" / "writer.c"),
-                    str(ROOT / "userspace" / "flows.c"), "-ldeflate", "-pthread"], check=True)
+                    str(ROOT / "userspace" / "columns.c"), str(ROOT / "userspace" / "flows.c"), "-ldeflate", "-pthread"], check=True)
     path = tmp_path / "v.hsr"
     out = subprocess.run([str(exe), str(path)], check=True, capture_output=True, text=True)
     assert out.stdout.split() == ["2"]

@@ -278,13 +278,13 @@ int main(int argc, char **argv)
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     return charness.build(tmp_path_factory, "writer", PROGRAM,
-                          ["writer.c", "flows.c", "json.c"], ["-ldeflate"], sanitize=True)
+                          ["writer.c", "columns.c", "flows.c", "json.c"], ["-ldeflate"], sanitize=True)
 
 
 @pytest.fixture(scope="module")
 def harness_tsan(tmp_path_factory):
     return charness.build(tmp_path_factory, "writer-tsan", PROGRAM,
-                          ["writer.c", "flows.c", "json.c"], ["-ldeflate"], sanitize="thread")
+                          ["writer.c", "columns.c", "flows.c", "json.c"], ["-ldeflate"], sanitize="thread")
 
 
 def _run(exe, *args, **kw):
