@@ -55,9 +55,9 @@ enum hs_chunk_type {
  * stage as its instant minus t1 in an __s32, HS_COLUMN_UNSEEN for 0 (not
  * seen). reserved is not stored. The recorder writes a RECORDS chunk instead
  * when an instant does not fit (t1 0 beside another stage, or more than
- * 2^31 - 1 ns from t1). Columns make a record 50-70 bytes where t1..t4 are
- * the stages and the addresses are IPv4, and let a reader copy each field out
- * in one pass (docs/record-format.md).
+ * 2^31 - 1 ns from t1). Columns make a record 46-87 bytes in the files
+ * measured (evaluation/measurements.md), and let a reader copy each field
+ * out in one pass (docs/record-format.md).
  */
 #define HS_COLUMN_UNSEEN 0x80000000u
 #define HS_COLUMN_LIST(X) \
