@@ -144,7 +144,7 @@ $(OUT)/prog_run: tests/bpf/prog_run.c $(PROG_RUN_OBJS) $(OUT)/hopscope.skel.h
 
 # evaluation/bench/recorder_path.py: the drain and the writer, from a ring
 # filled in user space to the file
-RECORDER_PATH_OBJS := $(addprefix $(OUT)/obj/,ring.o writer.o flows.o json.o)
+RECORDER_PATH_OBJS := $(addprefix $(OUT)/obj/,ring.o writer.o columns.o flows.o json.o)
 $(OUT)/recorder_path: evaluation/bench/recorder_path.c $(RECORDER_PATH_OBJS)
 	$(call msg,BINARY,$@)
 	$(Q)$(CC) $(CFLAGS) $< $(RECORDER_PATH_OBJS) -ldeflate -pthread -o $@

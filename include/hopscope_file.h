@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * The record file (.hsr), version 2. docs/record-format.md is the prose;
+ * The record file (.hsr), version 3. docs/record-format.md is the prose;
  * this is the layout. Little-endian, every part a multiple of 8 bytes so
  * record arrays are aligned wherever the file is mapped.
  *
@@ -18,7 +18,7 @@
 #include "hopscope.h"
 
 #define HS_FILE_MAGIC "HOPSCOPE"
-#define HS_FILE_VERSION 2
+#define HS_FILE_VERSION 3
 #define HS_ENDIAN_MARK 0x01020304u
 #define HS_CHUNK_MAGIC 0x4b435348u	/* "HSCK" */
 /* the "format" of a `hopscope calibrate` file, which --calibration copies
@@ -41,7 +41,66 @@ enum hs_chunk_type {
 	HS_CHUNK_FLOWS = 2,	/* count x struct hs_flow, before the first record naming them */
 	HS_CHUNK_COUNTERS = 3,	/* JSON snapshot of every counter, written at each flush */
 	HS_CHUNK_END = 4,	/* JSON trailer: final counters, stop time, why it stopped */
+	HS_CHUNK_COLUMNS = 5,	/* version 3: count records as columns (below) */
 };
+
+/*
+ * A COLUMNS chunk holds count records a column at a time, the records'
+ * fields in the order of HS_COLUMN_LIST (VALUE: bytes a record, little-endian):
+ *
+ *   __u64 present (bit i: column i is stored) | each stored column: count x
+ *   its bytes, padded with zeros to 8
+ *
+ * A column left out is 0 in every record. t1 is stored whole; every other
+ * stage as its instant minus t1 in an __s32, HS_COLUMN_UNSEEN for 0 (not
+ * seen). reserved is not stored. The recorder writes a RECORDS chunk instead
+ * when an instant does not fit (t1 0 beside another stage, or more than
+ * 2^31 - 1 ns from t1). Columns make a record 46-87 bytes in the files
+ * measured (evaluation/measurements.md), and let a reader copy each field
+ * out in one pass (docs/record-format.md).
+ */
+#define HS_COLUMN_UNSEEN 0x80000000u
+#define HS_COLUMN_LIST(X) \
+	X(HS_COL_T1, 8, "t1") \
+	X(HS_COL_T0, 4, "t0") \
+	X(HS_COL_TCIN, 4, "t_tcin") \
+	X(HS_COL_T2, 4, "t2") \
+	X(HS_COL_FWD, 4, "t_fwd") \
+	X(HS_COL_T3, 4, "t3") \
+	X(HS_COL_TCEG, 4, "t_tceg") \
+	X(HS_COL_T4, 4, "t4") \
+	X(HS_COL_SEQ, 8, "seq") \
+	X(HS_COL_KEY, 4, "key") \
+	X(HS_COL_DROP_REASON, 4, "drop_reason") \
+	X(HS_COL_IN_IFINDEX, 4, "in_ifindex") \
+	X(HS_COL_OUT_IFINDEX, 4, "out_ifindex") \
+	X(HS_COL_FLOW, 4, "flow") \
+	X(HS_COL_IP_LEN, 2, "ip_len") \
+	X(HS_COL_SPORT, 2, "sport") \
+	X(HS_COL_DPORT, 2, "dport") \
+	X(HS_COL_CPU_IN, 2, "cpu_in") \
+	X(HS_COL_CPU_OUT, 2, "cpu_out") \
+	X(HS_COL_TOS, 1, "tos") \
+	X(HS_COL_PROTO, 1, "proto") \
+	X(HS_COL_STATUS, 1, "status") \
+	X(HS_COL_DROP_STAGE, 1, "drop_stage") \
+	X(HS_COL_FLAGS, 1, "flags") \
+	X(HS_COL_PATH, 1, "path") \
+	X(HS_COL_SADDR0, 4, "saddr0") \
+	X(HS_COL_SADDR1, 4, "saddr1") \
+	X(HS_COL_SADDR2, 4, "saddr2") \
+	X(HS_COL_SADDR3, 4, "saddr3") \
+	X(HS_COL_DADDR0, 4, "daddr0") \
+	X(HS_COL_DADDR1, 4, "daddr1") \
+	X(HS_COL_DADDR2, 4, "daddr2") \
+	X(HS_COL_DADDR3, 4, "daddr3") \
+	X(HS_COL_SEGS, 4, "segs") \
+	X(HS_COL_TUN_IN_NS, 4, "tun_in_ns") \
+	X(HS_COL_TUN_OUT_NS, 4, "tun_out_ns") \
+	X(HS_COL_T4_SPAN_NS, 4, "t4_span_ns") \
+	X(HS_COL_OUT_SEGS, 2, "out_segs")
+/* each column's bytes a record */
+enum hs_column_bytes { HS_COLUMN_LIST(HS_X_ENUM_VALUE) };
 
 struct hs_chunk {
 	__u32 magic;		/* HS_CHUNK_MAGIC */

@@ -83,6 +83,7 @@ struct hs_writer {
 	uint32_t queued_bufs;		/* RECORDS buffers queued or being written */
 	struct hs_record *spare[HS_WRITE_QUEUE_CHUNKS + HS_MAX_LANES];	/* buffers to reuse */
 	uint32_t nspare;
+	void *columns;			/* the I/O thread's: a RECORDS buffer as columns */
 	int io_err;			/* the thread's first write error */
 	uint64_t io_lost;		/* records it could not write, not yet folded */
 	int io_failed;			/* io_err set: read without the lock */

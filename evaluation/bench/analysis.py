@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Analysis speed in one run, beside what a user would do instead.
 
-A synthetic record file of --records records (default 10 M), then, each timed:
+A synthetic record file of --records records (default 10 M; in COLUMNS
+chunks as the recorder writes them, or with --records-chunks in RECORDS
+chunks, as files before format version 3), then, each timed:
 what a hopscope user runs, hopscope.load, every statistic (analysis.analyse)
 and the PDF report; then what a user would do instead: the DataFrame
 exported to Parquet (hopscope.record.export), the per-sender (TOS)
@@ -65,11 +67,12 @@ def fresh_memory_seconds():
     return float(out.stdout)
 
 
-def synthesise(path, n):
+def synthesise(path, n, columns):
     """The record file, written by a child process: the memory writing it
     takes and frees must not be left in this process's heap, where the
     steps timed here would reuse it as a user's process could not."""
-    code = f"from hopscope.record.synth import write_synthetic; write_synthetic({path!r}, {n})"
+    code = ("from hopscope.record.synth import write_synthetic; "
+            f"write_synthetic({path!r}, {n}, columns={columns})")
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "userspace", "python"))
     subprocess.run([sys.executable, "-c", code], env=env, check=True)
 
@@ -103,6 +106,8 @@ def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--records", type=int, default=10_000_000)
+    p.add_argument("--records-chunks", action="store_true",
+                   help="the records in RECORDS chunks (160 bytes each), not COLUMNS")
     p.add_argument("--json", default=os.path.join(ROOT, "evaluation", "results", "analysis.json"),
                    help="write the times and ratios here (default %(default)s; '' for none)")
     args = p.parse_args()
@@ -124,8 +129,9 @@ def main():
     print(f"  on CPUs {','.join(map(str, allowed))} of {os.cpu_count()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="hopscope-bench-") as tmp:
         path, parquet = os.path.join(tmp, "bench.hsr"), os.path.join(tmp, "bench.parquet")
-        synthesise(path, args.records)
-        print(f"{args.records} synthetic records", flush=True)
+        synthesise(path, args.records, not args.records_chunks)
+        file_bytes = os.path.getsize(path)
+        print(f"{args.records} synthetic records, {file_bytes / 1e9:.2f} GB", flush=True)
         df = timed("load", hopscope.load, path)
         a = timed("analyse", analyse, df)
         pages = timed("report", report.write, os.path.join(tmp, "bench.pdf"), [("bench", df, a)])
@@ -152,7 +158,9 @@ def main():
         result = {"date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                   "machine": platform.release(), "cpus": os.cpu_count(),
                   "cpus_allowed": allowed,
-                  "records": len(df), "pages": pages, "seconds": seconds, "ratios": ratios,
+                  "records": len(df), "file_bytes": file_bytes,
+                  "chunks": "RECORDS" if args.records_chunks else "COLUMNS",
+                  "pages": pages, "seconds": seconds, "ratios": ratios,
                   "fresh_gb_seconds": fresh,
                   "duckdb_agrees": not wrong, "met": met,
                   "versions": {"duckdb": duckdb.__version__, "pandas": pd.__version__,

@@ -51,7 +51,8 @@ def path(folder, records):
     if out["error"] or out["written"] != records or out["not_stored"]:
         raise RuntimeError(f"records lost between ring and file: {out}")
     return {**out, "records_per_s": records / out["seconds"], "file_bytes": size,
-            "drain_ns_per_record": out["drain_cpu_s"] * 1e9 / records}
+            "drain_ns_per_record": out["drain_cpu_s"] * 1e9 / records,
+            "io_ns_per_record": out["io_cpu_s"] * 1e9 / records}
 
 
 def sequential_write(folder, mib):
@@ -74,7 +75,9 @@ def report(res):
     for where in ("tmpfs", "disk"):
         print(f"  {where:<6} {s[where + '_records_per_s'] / 1e6:6.2f} M records/s, "
               f"{s[where + '_records_per_s'] * RECORD_BYTES / 1e6:7.0f} MB/s, drain "
-              f"{s[where + '_drain_ns_per_record']:5.0f} ns a record")
+              f"{s[where + '_drain_ns_per_record']:5.0f} ns a record, writing thread "
+              f"{s[where + '_io_ns_per_record']:5.0f} ns, file "
+              f"{s[where + '_file_bytes'] / res['records']:.0f} B a record")
     print(f"  memcpy {s['memcpy_bytes_per_s'] / 1e9:.2f} GB/s on the drain's CPU: tmpfs's "
           f"{s['tmpfs_share_of_memcpy']:.1%} of it; disk sequential write "
           f"{s['disk_sequential_bytes_per_s'] / 1e6:.0f} MB/s, the file at "
@@ -120,6 +123,10 @@ def main():
         "disk_records_per_s": med(lambda r: r["disk"]["records_per_s"]),
         "tmpfs_drain_ns_per_record": med(lambda r: r["tmpfs"]["drain_ns_per_record"]),
         "disk_drain_ns_per_record": med(lambda r: r["disk"]["drain_ns_per_record"]),
+        "tmpfs_io_ns_per_record": med(lambda r: r["tmpfs"]["io_ns_per_record"]),
+        "disk_io_ns_per_record": med(lambda r: r["disk"]["io_ns_per_record"]),
+        "tmpfs_file_bytes": med(lambda r: r["tmpfs"]["file_bytes"]),
+        "disk_file_bytes": med(lambda r: r["disk"]["file_bytes"]),
         "memcpy_bytes_per_s": med(lambda r: r["memcpy_bytes_per_s"]),
         "tmpfs_share_of_memcpy": med(lambda r: r["tmpfs"]["records_per_s"] * RECORD_BYTES
                                      / r["memcpy_bytes_per_s"]),

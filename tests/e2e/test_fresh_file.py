@@ -26,7 +26,8 @@ def test_fresh_recording_is_whole_and_its_damage_is_seen(tb, recorder, tmp_path)
     send_udp(N, port=8001)
     wait_out(before, N)
     # a flush (every second) has written records and a COUNTERS snapshot
-    assert wait_for(lambda: os.path.getsize(rec.out) > empty + N * fmt.RECORD_SIZE, timeout=20)
+    assert wait_for(lambda: os.path.getsize(rec.out) > empty
+                    and RecordFile(rec.out, verify=False).n_records >= N, timeout=20)
     send_udp(N, port=8001, sport=40001)
     wait_out(before, 2 * N)
     df, c = stopped(rec)
@@ -35,12 +36,13 @@ def test_fresh_recording_is_whole_and_its_damage_is_seen(tb, recorder, tmp_path)
 
     rf = RecordFile(rec.out)
     kinds = [ch.name for ch in rf.chunks]
-    assert kinds.count("RECORDS") >= 2 and "COUNTERS" in kinds and kinds[-1] == "END", kinds
-    assert rf.version == 2  # the header's CRC is checked too
+    # the records as columns; the header's CRC is checked too
+    assert kinds.count("COLUMNS") >= 2 and "COUNTERS" in kinds and kinds[-1] == "END", kinds
+    assert rf.version == fmt.FILE_VERSION == 3
 
     # one byte of a record flipped: verify fails naming the chunk, a checked
     # load refuses it strictly and leaves the chunk out otherwise
-    chunk = next(ch for ch in rf.chunks if ch.name == "RECORDS")
+    chunk = next(ch for ch in rf.chunks if ch.name == "COLUMNS")
     bad = tmp_path / "flipped.hsr"
     shutil.copy(rec.out, bad)
     with open(bad, "r+b") as f:

@@ -41,7 +41,7 @@ int main(int argc, char **argv)
 {
 	char end[256];
 
-	if (hs_writer_open(&w, argv[1], "{\"format\":\"hopscope-record\",\"version\":2,"
+	if (hs_writer_open(&w, argv[1], "{\"format\":\"hopscope-record\",\"version\":3,"
 			   "\"stages\":[\"t1\",\"t2\",\"t3\",\"t4\"]}", 1))
 		return 1;
 	/* the ring's records first, as every backend hands them over */
@@ -73,7 +73,8 @@ def test_inflight_or_evicted_overtaken_by_its_flow_is_flagged_t4_unseen(tmp_path
     subprocess.run([gcc, "-std=gnu11", "-Wall", "-Werror", "-I", str(ROOT / "include"),
                     "-I", str(ROOT / "userspace"), "-o", str(exe),
                     str(tmp_path / "w.c"), str(ROOT / "userspace" / "writer.c"),
-                    str(ROOT / "userspace" / "flows.c"), "-ldeflate", "-pthread"], check=True)
+                    str(ROOT / "userspace" / "columns.c"), str(ROOT / "userspace" / "flows.c"),
+                    "-ldeflate", "-pthread"], check=True)
     path = tmp_path / "v.hsr"
     out = subprocess.run([str(exe), str(path)], check=True, capture_output=True, text=True)
     assert out.stdout.split() == ["2"]

@@ -3,8 +3,9 @@ describe|verify|export`: each gives a clean result or a clear message with exit
 1, never a traceback, a hang or a crash.
 
 The mutations start from the checked-in recordings (tests/data/*.hsr, written
-by the C recorder, format version 1) and from single.hsr rewritten as version 2
-(header CRC, numbered chunks): truncations, bit flips in the file header, the
+by the C recorder, format version 1), from single.hsr rewritten as version 2
+(header CRC, numbered chunks) and as version 3 (records in COLUMNS chunks,
+by tests/helpers/rawrecord.py): truncations, bit flips in the file header, the
 header JSON, chunk headers and payloads, wrong-typed and hostile JSON with the
 checksums recomputed, chunks swapped, left out and repeated. Fixed seed; every
 mutation goes through hopscope.load and the CLI in this process, a sample of
@@ -38,6 +39,8 @@ from hopscope.record.synth import recompute_checksums
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data"
+sys.path.insert(0, os.path.join(ROOT, "tests"))
+from rawrecord import COLUMNS, RECORD_KINDS, Raw, write  # noqa: E402
 SEED = 14
 TIME_BUDGET_S = 60
 SUBPROCESS_SAMPLE = 10  # mutations also run through `python -m hopscope` (x3 commands)
@@ -90,6 +93,12 @@ def to_v2(src, dst):
     return dst
 
 
+def to_v3(src, dst):
+    raw = Raw(src)
+    write(dst, raw.header, [[COLUMNS if k in RECORD_KINDS else k, c] for k, c in raw.chunks])
+    return dst
+
+
 # ---- mutations: (name, bytes, detectable) ----
 
 def mutations(p, rng, tag):
@@ -125,17 +134,17 @@ def mutations(p, rng, tag):
         out.append((f"{tag} payload flip at {at}", flip(at), True))
     # chunks swapped, left out, repeated (records chunks, or any two)
     n = len(p.chunks)
-    rec = [i for i, (_, _, t) in enumerate(p.chunks) if t == fmt.CHUNK_RECORDS]
+    rec = [i for i, (_, _, t) in enumerate(p.chunks) if t in fmt.RECORD_CHUNKS]
     order = list(range(n))
     if len(rec) >= 2:
         i, j = rec[0], rec[1]
         order[i], order[j] = order[j], order[i]
-        out.append((f"{tag} RECORDS chunks {i} and {j} swapped",
+        out.append((f"{tag} record chunks {i} and {j} swapped",
                     p.build(chunks=[p.chunk_bytes(k) for k in order]), v2))
     for k in (rec[0], n // 2, n - 1):
         out.append((f"{tag} chunk {k} left out",
                     p.build(chunks=[p.chunk_bytes(m) for m in range(n) if m != k]),
-                    v2 or k == n - 1 or p.chunks[k][2] == fmt.CHUNK_RECORDS))
+                    v2 or k == n - 1 or p.chunks[k][2] in fmt.RECORD_CHUNKS))
     out.append((f"{tag} chunk {rec[0]} twice",
                 p.build(chunks=[p.chunk_bytes(m) for m in range(n)][:rec[0] + 1]
                         + [p.chunk_bytes(m) for m in range(rec[0], n)]), True))
@@ -215,8 +224,10 @@ def cases(tmp_path_factory):
     d = tmp_path_factory.mktemp("fuzz")
     rng = random.Random(SEED)
     v2 = to_v2(DATA / "single.hsr", d / "single-v2.hsr")
+    v3 = to_v3(DATA / "single.hsr", d / "single-v3.hsr")
+    assert fmt.CHUNK_COLUMNS in {t for _, _, t in Parsed(v3).chunks}
     out = []
-    for path in (DATA / "single.hsr", DATA / "competitive.hsr", v2):
+    for path in (DATA / "single.hsr", DATA / "competitive.hsr", v2, v3):
         p = Parsed(path)
         tag = f"{path.name} (v{p.version})"
         out += mutations(p, rng, tag)

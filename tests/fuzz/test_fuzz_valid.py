@@ -8,7 +8,7 @@ docs/record-format.md ("The file's invariants"), not from the loader:
   status   a status, flag or field the stages recorded rule out
   header   the header against the records and the file header
   counts   END's and COUNTERS' counts against the rows
-  chunks   a RECORDS chunk repeated
+  chunks   a chunk of records (RECORDS or COLUMNS) repeated
 and JSON that is odd but valid (lone surrogates, deep nesting): read with a
 note. Every mutation goes through hopscope.load and `verify` in this
 process: load names a problem of the class (a warning, or a refusal), verify
@@ -36,7 +36,7 @@ from hopscope.record.synth import write_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import COUNTERS, END, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
+from rawrecord import COUNTERS, END, RECORD_KINDS, STAGE, STATUS, Raw, write  # noqa: E402
 
 SEED = 29
 PER_CLASS = 10  # mutations per class and source file
@@ -60,7 +60,7 @@ class Parts:
 
     @property
     def records(self):
-        return [p for k, p in self.chunks if k == RECORDS]
+        return [p for k, p in self.chunks if k in RECORD_KINDS]
 
     @property
     def end(self):
@@ -186,10 +186,11 @@ def counts_class(p, rng):
 
 
 def chunks_class(p, rng):
-    at = [j for j, (kind, _) in enumerate(p.chunks) if kind == RECORDS]
+    at = [j for j, (kind, _) in enumerate(p.chunks) if kind in RECORD_KINDS]
     j = rng.choice(at)
     if rng.random() < 0.5:  # repeated, anywhere after itself
-        p.chunks.insert(rng.randrange(j + 1, len(p.chunks)), [RECORDS, p.chunks[j][1].copy()])
+        p.chunks.insert(rng.randrange(j + 1, len(p.chunks)),
+                        [p.chunks[j][0], p.chunks[j][1].copy()])
         return "chunks"
     # left out, END made to agree on records_written: its other counts do not
     gone = p.chunks.pop(at[-1])[1]
@@ -215,7 +216,7 @@ def odd_json(p, rng):
 
 def _sources(tmp):
     s = write_synthetic(tmp / "synthetic.hsr", 6000, seed=3, stages=["t0", "t_tceg"],
-                        chunk_records=1000, inflight=40, drop_fraction=0.05)
+                        chunk_records=1000, inflight=40, drop_fraction=0.05, columns=True)
     return [Parts(ROOT / "tests" / "data" / "single.hsr"),
             Parts(ROOT / "tests" / "data" / "competitive.hsr"), Parts(s.path)]
 

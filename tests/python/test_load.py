@@ -320,11 +320,30 @@ def test_version_1_file_reads_with_a_note(tmp_path):
     head = np.frombuffer(data[:fmt.FILE_HEADER_SIZE], fmt.FILE_HEADER_DTYPE)[0]
     text = data[fmt.FILE_HEADER_SIZE:fmt.FILE_HEADER_SIZE + int(head["header_bytes"])]
     rest = data[fmt.FILE_HEADER_SIZE + len(text):]
-    text = text.replace(b'"version": 2', b'"version": 1')  # as version 1 recorders wrote it
+    text = text.replace(f'"version": {fmt.FILE_VERSION}'.encode(),
+                        b'"version": 1')  # as version 1 recorders wrote it
     Path(s.path).write_bytes(fmt.file_header(text, version=1) + text + rest)
     with pytest.warns(hopscope.RecordFileWarning, match="version 1: the header .* not covered"):
         df = hopscope.load(s.path)
     assert len(df) == 300 and df.attrs["problems"] == []
+
+
+def test_version_2_file_of_records_reads_as_it_did(tmp_path):
+    """Files from before COLUMNS (version 2, RECORDS chunks of 160-byte
+    records) read whole, with nothing to say, and the same as in columns."""
+    s = _synth(tmp_path, n=300)
+    data = Path(s.path).read_bytes()
+    head = np.frombuffer(data[:fmt.FILE_HEADER_SIZE], fmt.FILE_HEADER_DTYPE)[0]
+    text = data[fmt.FILE_HEADER_SIZE:fmt.FILE_HEADER_SIZE + int(head["header_bytes"])]
+    rest = data[fmt.FILE_HEADER_SIZE + len(text):]
+    text = text.replace(f'"version": {fmt.FILE_VERSION}'.encode(), b'"version": 2')
+    Path(s.path).write_bytes(fmt.file_header(text, version=2) + text + rest)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        df = hopscope.load(s.path)
+    assert hopscope.RecordFile(s.path).version == 2 and df.attrs["problems"] == []
+    columns = hopscope.load(_synth(tmp_path, "c.hsr", n=300, columns=True).path)
+    pd.testing.assert_frame_equal(df, columns)
 
 
 def test_damaged_end_chunk_is_not_called_missing(tmp_path):
@@ -452,7 +471,8 @@ def test_full_flow_table_takes_addresses_from_the_records(tmp_path, quiet):
     (lambda p: p.write_text("time,delay\n1,2\n"), "not a hopscope record file"),
     (lambda p: p.write_bytes(b""), "empty file"),
     (lambda p: p.write_bytes(b"HOPSCOPE\x01\x00"), "inside the 24-byte file header"),
-    (lambda p: _patch(p, 8, np.uint32(3).tobytes()), "format version 3"),
+    (lambda p: _patch(p, 8, np.uint32(fmt.FILE_VERSION + 1).tobytes()),
+     f"format version {fmt.FILE_VERSION + 1}"),
     (lambda p: _patch(p, 12, np.uint32(128).tobytes()), "record size 128 bytes"),
     (lambda p: _patch(p, 20, bytes([1, 2, 3, 4])), "big-endian"),
     (lambda p: _patch(p, 20, bytes([9, 9, 9, 9])), "endian mark"),

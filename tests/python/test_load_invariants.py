@@ -24,7 +24,8 @@ from hopscope.record.synth import write_synthetic
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, os.path.join(ROOT, "tests"))
-from rawrecord import COUNTERS, END, PATH, RECORDS, STAGE, STATUS, Raw, write  # noqa: E402
+from rawrecord import (COLUMNS, COUNTERS, END, PATH, RECORD_KINDS, RECORDS, STAGE,  # noqa: E402
+                       STATUS, Raw, write)
 
 DATA = ROOT / "tests" / "data"
 T4_UNSEEN, IPV6 = 0x80, 0x01
@@ -54,11 +55,17 @@ class File:
     def __init__(self, src):
         self.raw = Raw(src)
         self.header, self.chunks = self.raw.header, self.raw.chunks
-        self.records = [p for k, p in self.chunks if k == RECORDS]
+        self.records = [p for k, p in self.chunks if k in RECORD_KINDS]
         self.end = next(p for k, p in self.chunks if k == END)
 
+    def as_kind(self, kind):
+        """every chunk of records written as kind (RECORDS or COLUMNS)"""
+        for c in self.chunks:
+            c[0] = kind if c[0] in RECORD_KINDS else c[0]
+        return self
+
     def t(self, stage):
-        """every record's stage time, as a view per RECORDS chunk"""
+        """every record's stage time, as a view per chunk of records"""
         return [r["t"][:, STAGE[stage]] for r in self.records]
 
     def write(self, path):
@@ -66,7 +73,7 @@ class File:
         return path
 
     def row(self, chunk, i):
-        """(row in the file, seq) of record i of RECORDS chunk chunk"""
+        """(row in the file, seq) of record i of chunk of records chunk"""
         return (sum(len(r) for r in self.records[:chunk]) + i,
                 int(self.records[chunk]["seq"][i]))
 
@@ -88,11 +95,11 @@ def _one(problems, kind, count, row_seq=None):
 
 
 def _recount(rec, chunk, was, now):
-    """One record of RECORDS chunk chunk moved from status was to now: the
+    """One record of chunk of records chunk moved from status was to now: the
     counts of every COUNTERS and END chunk after it follow (the kernel's too)"""
     records = 0
     for kind, part in rec.chunks:
-        records += kind == RECORDS
+        records += kind in RECORD_KINDS
         if kind in (COUNTERS, END) and records > chunk:
             for counts in (part["userspace"]["records_by_status"], part["counters"]):
                 counts[was] -= 1
@@ -114,8 +121,10 @@ def test_recordings_keep_every_invariant(tmp_path, name):
     df, problems = _load(DATA / name)
     assert problems == [] and df.attrs["problems"] == []
     assert _verify(DATA / name)[0] == 0
-    # rewritten by the tests' own writer: the same file
-    assert _load(File(DATA / name).write(tmp_path / name))[1] == []
+    # rewritten by the tests' own writer, as RECORDS and as COLUMNS: the same records
+    for kind in RECORD_KINDS:
+        again, problems = _load(File(DATA / name).as_kind(kind).write(tmp_path / name))
+        assert problems == [] and again.equals(df)
 
 
 def test_synthetic_files_keep_every_invariant(tmp_path):
@@ -346,7 +355,7 @@ def test_a_file_cut_at_a_chunk_boundary_with_a_consistent_end(tmp_path):
     """The last RECORDS chunk left out, END's records_written made to match:
     its by-status counts and the kernel's still count the missing records."""
     rec = File(DATA / "single.hsr")
-    last = max(k for k, (kind, _) in enumerate(rec.chunks) if kind == RECORDS)
+    last = max(k for k, (kind, _) in enumerate(rec.chunks) if kind in RECORD_KINDS)
     gone = rec.chunks.pop(last)[1]
     rec.end["userspace"]["records_written"] -= len(gone)
     df, problems = _load(rec.write(tmp_path / "a.hsr"))
@@ -358,13 +367,15 @@ def test_a_file_cut_at_a_chunk_boundary_with_a_consistent_end(tmp_path):
         " ".join(df.attrs["problems"])
 
 
-def test_a_records_chunk_repeated_with_valid_crcs(tmp_path, rec):
-    first = next(k for k, (kind, _) in enumerate(rec.chunks) if kind == RECORDS)
-    rec.chunks.insert(first + 1, [RECORDS, rec.chunks[first][1].copy()])
+@pytest.mark.parametrize("kind, name", [(RECORDS, "RECORDS"), (COLUMNS, "COLUMNS")])
+def test_a_records_chunk_repeated_with_valid_crcs(tmp_path, rec, kind, name):
+    rec.as_kind(kind)
+    first = next(k for k, (kind, _) in enumerate(rec.chunks) if kind in RECORD_KINDS)
+    rec.chunks.insert(first + 1, [kind, rec.chunks[first][1].copy()])
     df, problems = _load(rec.write(tmp_path / "a.hsr"))
     assert len(df) == sum(len(r) for r in rec.records)  # the repeat left out
     p = _one(problems, "chunks", len(rec.chunks[first][1]))
-    assert f"chunk {first + 1} (RECORDS" in p and f"repeats chunk {first} (RECORDS" in p
+    assert f"chunk {first + 1} ({name}" in p and f"repeats chunk {first} ({name}" in p
     _refused_by_verify(tmp_path / "a.hsr", p)
 
 

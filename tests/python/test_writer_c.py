@@ -14,6 +14,7 @@ import pytest
 
 import charness
 import hopscope
+from hopscope.record import columns
 from hopscope.record import format as fmt
 
 
@@ -263,6 +264,18 @@ int main(int argc, char **argv)
 		return nat(argv[2]);
 	if (!strcmp(argv[1], "lanes"))
 		return lanes(argv[2], atoi(argv[3]), atoi(argv[4]));
+	if (!strcmp(argv[1], "far")) {	/* n records, record 1's t4 2^31 ns after t1 */
+		if (hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}", 1))
+			return 1;
+		for (int i = 0; i < atoi(argv[3]); i++) {
+			struct hs_record r;
+
+			fill(&r, i, HS_ST_COMPLETE);
+			r.t[HS_T4] += i == 1 ? 1ull << 31 : 0;
+			hs_writer_add(&w, &r);
+		}
+		return hs_writer_sync(&w) || hs_writer_close(&w, counts("signal")) ? 1 : 0;
+	}
 	if (!strcmp(argv[1], "open")) {	/* a file with n records, nothing else */
 		if (hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}", 1))
 			return 1;
@@ -278,13 +291,15 @@ int main(int argc, char **argv)
 @pytest.fixture(scope="module")
 def harness(tmp_path_factory):
     return charness.build(tmp_path_factory, "writer", PROGRAM,
-                          ["writer.c", "flows.c", "json.c"], ["-ldeflate"], sanitize=True)
+                          ["writer.c", "columns.c", "flows.c", "json.c"], ["-ldeflate"],
+                          sanitize=True)
 
 
 @pytest.fixture(scope="module")
 def harness_tsan(tmp_path_factory):
     return charness.build(tmp_path_factory, "writer-tsan", PROGRAM,
-                          ["writer.c", "flows.c", "json.c"], ["-ldeflate"], sanitize="thread")
+                          ["writer.c", "columns.c", "flows.c", "json.c"], ["-ldeflate"],
+                          sanitize="thread")
 
 
 def _run(exe, *args, **kw):
@@ -293,14 +308,30 @@ def _run(exe, *args, **kw):
                           timeout=60, env=env, **kw)
 
 
-@pytest.mark.parametrize("limit", [4 << 20, 1 << 20, (9 << 20) + 1000])
-def test_full_disk_counts_every_record_and_keeps_the_file_whole(harness, tmp_path, limit):
+FULL_N, FULL_INFLIGHT = 150_000, 70_000
+
+
+@pytest.fixture(scope="module")
+def full_size(harness, tmp_path_factory):
+    """The bytes of the full test's file when the disk has room: the chunks'
+    sizes depend on how records are encoded, the places the disk fills do not."""
+    path = tmp_path_factory.mktemp("full") / "whole.hsr"
+    out = _run(harness, "full", path, 1 << 40, FULL_N, FULL_INFLIGHT)
+    assert out.returncode == 0 and out.stdout.split()[2:] == ["0", "0", "0"], out
+    return os.path.getsize(path)
+
+
+# where the disk fills, as a share of the whole file: in the first chunk, in
+# the poll loop's chunks, and late (the END chunk fits after the cut)
+@pytest.mark.parametrize("share", [0.03, 0.12, 0.27])
+def test_full_disk_counts_every_record_and_keeps_the_file_whole(harness, full_size, tmp_path,
+                                                                 share):
     """Issue 14 item 5: a chunk write that fails left nbuf at its maximum and the
     stop path wrote past the buffer (AddressSanitizer: heap-buffer-overflow).
     Now every record received is either in the file or counted not stored, and
     the file is whole up to its last chunk, with an END chunk when one fits."""
     path = tmp_path / "full.hsr"
-    n, inflight = 150_000, 70_000
+    n, inflight, limit = FULL_N, FULL_INFLIGHT, int(full_size * share)
     out = _run(harness, "full", path, limit, n, inflight)
     assert out.returncode == 0, out.stderr
     assert "ERROR: AddressSanitizer" not in out.stderr and "runtime error" not in out.stderr
@@ -424,6 +455,27 @@ def test_lanes_share_the_file_and_the_flow_table(harness_tsan, tmp_path, nlanes)
     for c in rf.chunks:
         if c.type == fmt.CHUNK_FLOWS:
             defined += c.count
-        elif c.type == fmt.CHUNK_RECORDS:
+        elif c.type in fmt.RECORD_CHUNKS:
             assert int(next(parts)["flow"].max()) < defined
     assert defined == nflows
+    # the chunks as columns, byte for byte as the reader's encoder makes them
+    payloads = [c for c in rf.chunks if c.type in fmt.RECORD_CHUNKS]
+    assert {c.type for c in payloads} == {fmt.CHUNK_COLUMNS}
+    data = (tmp_path / "l.hsr").read_bytes()
+    for c, part in zip(payloads, rf.records):
+        assert data[c.payload:c.payload + c.nbytes] == columns.encode(np.asarray(part))
+
+
+def test_an_instant_past_a_column_writes_records(harness, tmp_path):
+    """A stage 2^31 ns or more after t1 does not fit an int32 column: that
+    chunk is written as RECORDS, whole; the next one as COLUMNS again."""
+    path = tmp_path / "far.hsr"
+    out = _run(harness, "far", path, 65536 + 100)
+    assert out.returncode == 0, out.stderr
+    rf = hopscope.RecordFile(path)
+    assert not rf.problems, rf.problems
+    assert [c.type for c in rf.chunks if c.type in fmt.RECORD_CHUNKS] == \
+        [fmt.CHUNK_RECORDS, fmt.CHUNK_COLUMNS]
+    t = np.concatenate(rf.records)
+    assert int(t["t4"][1] - t["t1"][1]) == 3 + (1 << 31) and (t["t4"] - t["t1"] == 3).sum() == \
+        65536 + 99

@@ -34,7 +34,7 @@ FLIGHT_ANY_DROP = 0xffffffff
 FLIGHT_WHAT_DROP = 64
 KEY_HASH = 2
 FILE_MAGIC = 'HOPSCOPE'
-FILE_VERSION = 2
+FILE_VERSION = 3
 ENDIAN_MARK = 0x01020304
 CHUNK_MAGIC = 0x4b435348
 CALIBRATION_FORMAT = 'hopscope-calibration'
@@ -42,6 +42,8 @@ CHUNK_RECORDS = 1
 CHUNK_FLOWS = 2
 CHUNK_COUNTERS = 3
 CHUNK_END = 4
+CHUNK_COLUMNS = 5
+COLUMN_UNSEEN = 0x80000000
 FLOW_NONE = 0xffffffff
 FLOW_TUPLE = 0
 FLOW_NAT = 1
@@ -241,4 +243,84 @@ DELAY_LIST = (
     ('D_TRANSIT', 3, 'transit'),
     ('D_RXQ', 4, 'd_rxq'),
     ('D_QDISC', 5, 'd_qdisc'),
+)
+
+# HS_COLUMN_LIST: each entry's value under its id, then (id, value, name)
+COL_T1 = 8
+COL_T0 = 4
+COL_TCIN = 4
+COL_T2 = 4
+COL_FWD = 4
+COL_T3 = 4
+COL_TCEG = 4
+COL_T4 = 4
+COL_SEQ = 8
+COL_KEY = 4
+COL_DROP_REASON = 4
+COL_IN_IFINDEX = 4
+COL_OUT_IFINDEX = 4
+COL_FLOW = 4
+COL_IP_LEN = 2
+COL_SPORT = 2
+COL_DPORT = 2
+COL_CPU_IN = 2
+COL_CPU_OUT = 2
+COL_TOS = 1
+COL_PROTO = 1
+COL_STATUS = 1
+COL_DROP_STAGE = 1
+COL_FLAGS = 1
+COL_PATH = 1
+COL_SADDR0 = 4
+COL_SADDR1 = 4
+COL_SADDR2 = 4
+COL_SADDR3 = 4
+COL_DADDR0 = 4
+COL_DADDR1 = 4
+COL_DADDR2 = 4
+COL_DADDR3 = 4
+COL_SEGS = 4
+COL_TUN_IN_NS = 4
+COL_TUN_OUT_NS = 4
+COL_T4_SPAN_NS = 4
+COL_OUT_SEGS = 2
+COLUMN_LIST = (
+    ('COL_T1', 8, 't1'),
+    ('COL_T0', 4, 't0'),
+    ('COL_TCIN', 4, 't_tcin'),
+    ('COL_T2', 4, 't2'),
+    ('COL_FWD', 4, 't_fwd'),
+    ('COL_T3', 4, 't3'),
+    ('COL_TCEG', 4, 't_tceg'),
+    ('COL_T4', 4, 't4'),
+    ('COL_SEQ', 8, 'seq'),
+    ('COL_KEY', 4, 'key'),
+    ('COL_DROP_REASON', 4, 'drop_reason'),
+    ('COL_IN_IFINDEX', 4, 'in_ifindex'),
+    ('COL_OUT_IFINDEX', 4, 'out_ifindex'),
+    ('COL_FLOW', 4, 'flow'),
+    ('COL_IP_LEN', 2, 'ip_len'),
+    ('COL_SPORT', 2, 'sport'),
+    ('COL_DPORT', 2, 'dport'),
+    ('COL_CPU_IN', 2, 'cpu_in'),
+    ('COL_CPU_OUT', 2, 'cpu_out'),
+    ('COL_TOS', 1, 'tos'),
+    ('COL_PROTO', 1, 'proto'),
+    ('COL_STATUS', 1, 'status'),
+    ('COL_DROP_STAGE', 1, 'drop_stage'),
+    ('COL_FLAGS', 1, 'flags'),
+    ('COL_PATH', 1, 'path'),
+    ('COL_SADDR0', 4, 'saddr0'),
+    ('COL_SADDR1', 4, 'saddr1'),
+    ('COL_SADDR2', 4, 'saddr2'),
+    ('COL_SADDR3', 4, 'saddr3'),
+    ('COL_DADDR0', 4, 'daddr0'),
+    ('COL_DADDR1', 4, 'daddr1'),
+    ('COL_DADDR2', 4, 'daddr2'),
+    ('COL_DADDR3', 4, 'daddr3'),
+    ('COL_SEGS', 4, 'segs'),
+    ('COL_TUN_IN_NS', 4, 'tun_in_ns'),
+    ('COL_TUN_OUT_NS', 4, 'tun_out_ns'),
+    ('COL_T4_SPAN_NS', 4, 't4_span_ns'),
+    ('COL_OUT_SEGS', 2, 'out_segs'),
 )

@@ -14,6 +14,7 @@ import numpy as np
 
 from . import format as fmt
 from . import header as h
+from .columns import stage_times
 
 # A pair of stamps read on two CPUs holds the offset between their clocks
 # (docs/clock.md), and a record says the CPU of t1 and t4 only: t2 and t3
@@ -247,7 +248,7 @@ class Rules:
         if self.off:
             # every OFF_SAMPLEth record: a pass over a field not copied costs
             # as much as copying it
-            t = raw.view(np.uint64).reshape(len(raw), -1)[::OFF_SAMPLE, self.off]
+            t = stage_times(raw, slice(None, None, OFF_SAMPLE))[:, self.off]
             if t.any():
                 rows = np.arange(0, len(raw), OFF_SAMPLE)
                 tally.add("stage_off", t.any(axis=1), row0, seq[rows], rows)
@@ -307,7 +308,7 @@ class Rules:
             return
         at = rows[dropped]
         # the last stage with a time: one gather of their t[] (the first 8 u64)
-        seen = raw.view(np.uint64).reshape(len(raw), -1)[at, :len(fmt.STAGE_NAMES)] != 0
+        seen = stage_times(raw, at) != 0
         last = len(fmt.STAGE_NAMES) - 1 - np.argmax(seen[:, ::-1], axis=1)
         last[~seen.any(axis=1)] = 0
         stage = raw["drop_stage"][at]
@@ -359,7 +360,7 @@ def _snapshot_counts(rf, tallies):
     status, records, chunks = np.zeros(256, np.int64), 0, iter(tallies)
     snapshots = iter(rf.snapshots)
     for c in rf.chunks:
-        if c.type == fmt.CHUNK_RECORDS:
+        if c.type in fmt.RECORD_CHUNKS:
             status += next(chunks).status
             records += c.count
         elif c.type == fmt.CHUNK_COUNTERS:

@@ -308,7 +308,7 @@ class _Columns:
             np.take(self.dst_lut, col["flow"], out=c["dst"], mode="clip")
             unknown = np.flatnonzero(c["src"] < 0)
             if len(unknown):  # rare: kept for addresses_from_records
-                self.unflowed.append((pos + lo + unknown, arr[lo:hi][unknown]))
+                self.unflowed.append((pos + lo + unknown, arr[lo:hi].take(unknown)))
             np.take(self.if_lut, col["in_ifindex"], out=c["in_if"], mode="clip")
             np.take(self.if_lut, col["out_ifindex"], out=c["out_if"], mode="clip")
             np.right_shift(col["tos"], 2, out=self.derived["dscp"][sl])

@@ -21,6 +21,7 @@ import numpy as np
 
 from . import format as fmt
 from . import hist, probecost, sampling
+from .columns import Columns
 from .invariants import Problem
 
 try:  # ISA-L's CRC-32 (the same zlib CRC) is about 4x faster: checked loads stay fast
@@ -59,7 +60,8 @@ class Chunk:
         return self.payload + fmt.padded(self.nbytes)
 
     def describe(self):
-        what = {fmt.CHUNK_RECORDS: "records", fmt.CHUNK_FLOWS: "flows"}.get(self.type)
+        what = {fmt.CHUNK_RECORDS: "records", fmt.CHUNK_COLUMNS: "records",
+                fmt.CHUNK_FLOWS: "flows"}.get(self.type)
         items = f", {self.count} {what}" if what else ""
         return f"chunk {self.index} ({self.name}{items}) at byte {self.offset}"
 
@@ -155,7 +157,7 @@ class RecordFile:
             self._fail(f"endian mark is {endian:#010x}, expected {fmt.ENDIAN_MARK:#010x}: "
                        "file header damaged")
         self.version = version = int(fh["version"])
-        if version not in (1, fmt.FILE_VERSION):
+        if not 1 <= version <= fmt.FILE_VERSION:
             self._fail(f"format version {version}; this reader reads versions 1 to "
                        f"{fmt.FILE_VERSION} (use the hopscope that wrote it)")
         self.record_size = int(fh["record_size"])
@@ -270,7 +272,7 @@ class RecordFile:
 
     def _drop(self, c):
         """Count a chunk left out; returns what to add to its message."""
-        if c.type != fmt.CHUNK_RECORDS:
+        if c.type not in fmt.RECORD_CHUNKS:
             return ""
         self.dropped_records += c.count
         return f" ({c.count} records dropped)"
@@ -278,16 +280,19 @@ class RecordFile:
     def _use(self, c, flows):
         """Keep one whole, intact chunk."""
         m = self._map
-        if c.type == fmt.CHUNK_RECORDS:
+        if c.type == fmt.CHUNK_RECORDS or c.type == fmt.CHUNK_COLUMNS and self.version >= 3:
+            records = self._records(c)
+            if records is None:
+                return
             # every record has its own seq: one chunk's CRC, count and first
             # record again are that chunk repeated, whatever its index says
-            same = self._records_seen.setdefault(
-                (c.crc32, c.count, bytes(m[c.payload:c.payload + self.record_size])), c)
+            first = records.take(np.arange(min(c.count, 1))).tobytes()
+            same = self._records_seen.setdefault((c.crc32, c.count, first), c)
             if same is not c:
                 self.problems.append(Problem(f"{c.describe()} repeats {same.describe()}: the "
                                              "same records, left out", "chunks", c.count))
                 return
-            self.records.append(np.frombuffer(m, self.record_dtype, c.count, c.payload))
+            self.records.append(records)
         elif c.type == fmt.CHUNK_FLOWS:
             flows.append(np.frombuffer(m, fmt.FLOW_DTYPE, c.count, c.payload))
         elif c.type in (fmt.CHUNK_COUNTERS, fmt.CHUNK_END):
@@ -303,6 +308,18 @@ class RecordFile:
             self.problems.append(f"{c.describe()}: unknown chunk type, skipped")
             return
         self.chunks.append(c)
+
+    def _records(self, c):
+        """A RECORDS chunk's records (views of the map), or a COLUMNS chunk's
+        Columns; None, said, when its columns do not fill its length."""
+        if c.type == fmt.CHUNK_RECORDS:
+            return np.frombuffer(self._map, self.record_dtype, c.count, c.payload)
+        try:
+            return Columns.parse(self._map, c.payload, c.nbytes, c.count)
+        except ValueError as e:
+            self.problems.append(f"{c.describe()}: {e}: chunk header damaged, chunk left out"
+                                 + self._drop(c))
+            return None
 
     def _check_snapshot(self, c, obj):
         """A COUNTERS chunk is written right after the records it counts: fewer

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import format as fmt
 from . import header, probecost
+from .columns import encode
 
 # (name, ifindex, role) of the synthetic router's interfaces
 _INTERFACES = (("r-s1", 2, "in"), ("r-s2", 3, "in"), ("r-rx", 4, "out"))
@@ -265,7 +266,7 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
                     rate_pps=200_000, drop_fraction=0.002, inflight=3, flows_per_sender=2,
                     max_flows=None, snapshot_every=4, end=True, truncate_bytes=0,
                     corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None,
-                    start_mono=5_000_000_000_000, flowtable_fraction=0.0):
+                    start_mono=5_000_000_000_000, flowtable_fraction=0.0, columns=False):
     """Write an n-record file to path and return a Synthetic describing it.
 
     stages: enabled stage names (the core four are always there).
@@ -279,6 +280,8 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     start_mono: CLOCK_MONOTONIC at the start, ns (the machine's uptime).
     flowtable_fraction: of the complete packets, this many at random took a
     flowtable's fast path (path flowtable: no t2, t_fwd, t3).
+    columns: records in COLUMNS chunks, as the recorder writes them; False:
+    RECORDS chunks, a record's bytes at a fixed place (for tests that change them).
     """
     stages = [s for s in fmt.STAGE_NAMES if s in set(stages) | set(fmt.CORE_STAGES)]
     rng = np.random.default_rng(seed)
@@ -312,7 +315,11 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
             if need > flows_written:  # flows go out before the first record naming them
                 w.chunk(fmt.CHUNK_FLOWS, flows[flows_written:need], need - flows_written)
                 flows_written = need
-            w.chunk(fmt.CHUNK_RECORDS, block, len(block))
+            payload = encode(block) if columns else None
+            if payload is None:  # an instant does not fit a column: as the recorder
+                w.chunk(fmt.CHUNK_RECORDS, block, len(block))
+            else:
+                w.chunk(fmt.CHUNK_COLUMNS, payload, len(block))
             tally.add(block)
             last_t = int(block["t1"].max())
             if (k + 1) % snapshot_every == 0:

@@ -32,7 +32,8 @@ def run(args, parser):
             continue
         kinds = [c.type for c in rf.chunks]
         end = rf.trailer.get("stop_reason", "?") if rf.trailer else None
-        summary = (f"{rf.n_records} records in {kinds.count(fmt.CHUNK_RECORDS)} chunks, "
+        nrec = sum(k in fmt.RECORD_CHUNKS for k in kinds)
+        summary = (f"{rf.n_records} records in {nrec} chunks, "
                    f"{len(rf.flows)} flows, {kinds.count(fmt.CHUNK_COUNTERS)} counter snapshots, "
                    + (f"END (stopped: {end})" if rf.trailer else "no END") +
                    f"; CRC32 checked on {len(rf.chunks)} chunks"
