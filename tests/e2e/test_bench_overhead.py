@@ -53,6 +53,8 @@ def test_a_short_run_measures_every_configuration(tmp_path):
     assert rec["drain_max_gap_ns"] > 0, rec
     s = res["summary"]["64"]
     assert res["beside"] == "fork"
+    # the CPU it ran on, by name and number (README's table is per CPU)
+    assert res["cpu"]["model_name"] and res["cpu"]["vendor_id"], res["cpu"]
     assert s["ring_lost_per_s"] == t["ring_lost"] / t["seconds"], s
     assert s["recorder_ns_per_record"] == rec["cpu_ns"] / (t["records"] + t["ring_lost"]), s
     assert s["ring_peak_fill"] == rec["ring_peak_waiting"] / rec["ring_records"], s
