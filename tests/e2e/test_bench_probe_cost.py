@@ -5,27 +5,17 @@ build. Its figures are evaluation/'s, never a test's. Own prefix (hst-pc-);
 the bench takes its testbed down itself."""
 import json
 import os
-import subprocess
-import sys
 
-from testlib import namespaces
+from testlib import ROOT, run_bench
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "evaluation", "bench", "probe_cost.py")
 PREFIX = "hst-pc-"
 STAGES = {"hs_input", "hs_prerouting", "hs_postrouting", "hs_output"}
 
 
 def test_a_short_run_takes_every_part_apart(tmp_path):
     out = tmp_path / "probe_cost.json"
-    r = subprocess.run([sys.executable, BENCH, "--rounds", "1", "--stats-rounds", "1",
-                        "--seconds", "0.5", "-o", str(out)], capture_output=True, text=True,
-                       env=dict(os.environ, HS_PREFIX=PREFIX), timeout=900)
-    try:
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    finally:
-        left = namespaces(PREFIX)
-        assert not left, left
+    run_bench("probe_cost", "--rounds", "1", "--stats-rounds", "1", "--seconds", "0.5",
+              "-o", out, prefix=PREFIX)
     res = json.loads(out.read_text())
     configs = set(res["configs"])
     assert {"untraced", "floor", "clock", "traced", "no_key", "no_handover"} <= configs
