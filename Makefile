@@ -33,7 +33,10 @@ endif
 
 CFLAGS   ?= -g -O2
 CFLAGS   += -Wall -Wextra -Wno-unused-parameter -Wno-missing-field-initializers -Werror -std=gnu11 -Iinclude -I$(OUT) -Iuserspace
-BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(OUT) -Iebpf
+# BPF_BENCH: evaluation/bench/probe_cost.py's switches (HS_BENCH_*, ebpf/hopscope.bpf.h)
+# for builds of its own in another OUT; empty for the recorder
+BPF_CFLAGS := -g -O2 -target bpf -D__TARGET_ARCH_$(ARCH) -Wall -Werror -Iinclude -I$(OUT) -Iebpf \
+	$(BPF_BENCH)
 LDLIBS   := -lbpf -lelf -lz -ldeflate -pthread
 
 STAGES   := ebpf/maps.bpf.c $(wildcard ebpf/stage_*.bpf.c)

@@ -269,6 +269,17 @@ HS_EXTERN const volatile __u32 cfg_flight_reasons[HS_FLIGHT_REASONS] HS_ZERO;
 
 #define HS_READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
 
+/* Bench-only builds (evaluation/bench/probe_cost.py: make BPF_BENCH=-D...),
+ * each leaving one part of the work out to measure what it costs; 0 in the
+ * recorder: t1 without the packet key; t4 releasing the slot without
+ * handing the record over */
+#ifndef HS_BENCH_NO_KEY
+#define HS_BENCH_NO_KEY 0
+#endif
+#ifndef HS_BENCH_NO_HANDOVER
+#define HS_BENCH_NO_HANDOVER 0
+#endif
+
 #define HS_FLOOR_EXIT(ret) do { if (cfg_floor) return (ret); } while (0)
 
 /* --floor=clock: stage s's one clock read, stored as a tracer would store it */
@@ -704,7 +715,7 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 		struct hs_ring_pos *p = bpf_map_lookup_elem(&ring_pos, &cpu);
 		__u64 place;
 
-		if (!p)
+		if (!p || HS_BENCH_NO_HANDOVER)
 			return NULL;
 		if (HS_READ_ONCE(p->claim) - p->read_seen >= n - HS_RING_SLACK) {
 			p->read_seen = HS_READ_ONCE(p->read);
@@ -764,7 +775,7 @@ static __always_inline bool hs_emit_commit(struct hs_record *rec, __u64 seq,
 		return false;
 	}
 	if (!out) {
-		if (cfg_hist == HS_HIST_AGGREGATE)
+		if (cfg_hist == HS_HIST_AGGREGATE || HS_BENCH_NO_HANDOVER)
 			return true;
 		hs_count(HS_C_RB_FAIL);
 		if (status == HS_ST_COMPLETE)

@@ -232,7 +232,8 @@ int hs_input(struct xdp_md *ctx)
 	/* the key is for the records (a flight dump's too) and t0's match: an
 	 * aggregate run without t0 or flight recorder has neither, and saves
 	 * its ~35 ns */
-	if (cfg_hist != HS_HIST_AGGREGATE || hs_stage_on(HS_T0) || cfg_flight_n)
+	if ((cfg_hist != HS_HIST_AGGREGATE || hs_stage_on(HS_T0) || cfg_flight_n) &&
+	    !HS_BENCH_NO_KEY)
 		rec->key = hs_key_hash(&k);
 	rec->in_ifindex = ctx->ingress_ifindex;
 	rec->cpu_in = bpf_get_smp_processor_id();

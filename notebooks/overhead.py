@@ -31,7 +31,7 @@
 # **Input**: `HOPSCOPE_OVERHEAD`, a JSON file written by `evaluation/bench/overhead.py`.
 # The default, `tests/data/overhead.json`, was made by
 # `tests/data/make_recording.sh` at short settings (3 rounds of 2 s per
-# configuration and payload); `make bench` writes `evaluation/results/overhead.json`
+# configuration and payload); `make bench` writes `evaluation/results/overhead-CPU.json`
 # with longer ones.
 
 # %%

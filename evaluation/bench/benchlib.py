@@ -113,13 +113,26 @@ def cpu_task_ticks(cpu):
     raise SystemExit(f"no cpu{cpu} in /proc/stat")
 
 
+def cpu():
+    """The CPU, from /proc/cpuinfo's first processor: its model name, vendor,
+    family and model (overhead_table.cpu_label names it from these)."""
+    fields = {}
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if not line.strip():
+                break  # the first processor's block
+            key, _, value = line.partition(":")
+            fields[key.strip()] = value.strip()
+    number = lambda key: int(fields[key]) if fields.get(key, "").isdigit() else None  # noqa: E731
+    return {"model_name": fields.get("model name", ""), "vendor_id": fields.get("vendor_id", ""),
+            "family": number("cpu family"), "model": number("model")}
+
+
 def machine():
     """What the numbers were measured on: kernel, CPUs, date, load average,
     the commit, and how many tracked files differed from it (the build is
     the work tree's)."""
-    with open("/proc/cpuinfo") as f:
-        model = next((line.split(":", 1)[1].strip() for line in f if line.startswith("model name")),
-                     "")
+    model = cpu()["model_name"]
     git = ["git", "-C", ROOT]
     commit = subprocess.run([*git, "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()

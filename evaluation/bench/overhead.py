@@ -28,8 +28,10 @@ record, the longest gap between drains, the fullest a ring was at a drain,
 the longest write(), and records lost in the rings per second.
 
     evaluation/bench/overhead.py [--payloads 64,1400] [--rounds 3] [--seconds 4] [--beside KIND]
-Writes evaluation/results/overhead.json and prints a table (evaluation/bench/overhead_table.py
-puts it in README). Needs root and `make`.
+Writes evaluation/results/overhead-CPU.json, one file per CPU (CPU: the
+model, family and model number, e.g. intel-xeon-6-207), and prints a table
+(evaluation/bench/overhead_table.py puts each CPU's in evaluation/overhead.md
+and README). Needs root and `make`.
 """
 import json
 import os
@@ -44,7 +46,7 @@ import hopscope
 from beside import BESIDE, Beside
 from benchlib import ROOT
 from captures import Capture
-from overhead_table import ns_over_floor
+from overhead_table import cpu_slug, ns_over_floor
 
 PREFIX = os.environ.get("HS_PREFIX", "hsbench-")
 HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
@@ -401,6 +403,8 @@ def recorder_summary(runs):
 
 def main():
     ap = benchlib.parser("overhead", __doc__, rounds=3)
+    cpu = benchlib.cpu()
+    ap.set_defaults(output=os.path.join(benchlib.RESULTS, f"overhead-{cpu_slug(cpu)}.json"))
     ap.add_argument("--payloads", default="64,1400", help="UDP payload sizes, bytes")
     ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
     ap.add_argument("--record-args", default="", help="more options for hopscope record, "
@@ -421,7 +425,7 @@ def main():
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     res = {"date": time.strftime("%Y-%m-%d", time.gmtime()),  # README's table says it
            "rounds": [], "ns_per_run": {}, "machine": os.uname().release,
-           "cpus": os.cpu_count(), "seconds": a.seconds,
+           "cpu": cpu, "cpus": os.cpu_count(), "seconds": a.seconds,
            "record_args": Recorder.extra, "beside": a.beside, "goals": GOALS}
     try:
         time.sleep(0.5)

@@ -1,29 +1,34 @@
 #!/usr/bin/env python3
-"""The overhead tables of evaluation/overhead.md, and README's line on
-them, from evaluation/bench/overhead.py's JSON, never typed by hand.
+"""The overhead tables of evaluation/overhead.md, and README's table of
+them, from evaluation/bench/overhead.py's JSON, one file per CPU, never
+typed by hand.
 
-Writes, between the page's markers, the machine and the rounds the JSON
-says, one row per payload with each rate and ratio as the median over the
-rounds and its spread (min–max), the ns per program run, and whether the
-target is met; between README's markers, one sentence of the medians and a
-link to the page. Each ratio is taken within a round, then over the rounds
-(as evaluation/bench/overhead.py does).
+Writes, between the page's markers, for each CPU (oldest run first) the
+CPU, machine and rounds its JSON says, one row per payload with each rate
+and ratio as the median over the rounds and its spread (min–max), the ns
+per program run, and whether the target is met; between README's markers,
+one row per CPU of the medians and a link to the page. Each ratio is taken
+within a round, then over the rounds (as evaluation/bench/overhead.py does).
 
-    evaluation/bench/overhead_table.py [--json JSON] [--page MD] [--readme MD] [--check]
---check changes nothing: exit 1 if a table or README's line is not what the
-JSON gives.
+    evaluation/bench/overhead_table.py [--json JSON...] [--page MD] [--readme MD] [--check]
+--json: default every evaluation/results/overhead-*.json. --check changes
+nothing: exit 1 if a table or README's is not what the JSON gives.
 """
 import argparse
+import glob
 import json
 import os
+import re
 import statistics
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BEGIN = "<!-- overhead table: evaluation/bench/overhead_table.py writes it from evaluation/results/overhead.json -->"
-END = "<!-- end of the overhead table -->"
-SUMMARY_BEGIN = "<!-- overhead line: evaluation/bench/overhead_table.py writes it -->"
-SUMMARY_END = "<!-- end of the overhead line -->"
+RESULTS = os.path.join(ROOT, "evaluation", "results", "overhead-*.json")
+BEGIN = ("<!-- overhead tables: evaluation/bench/overhead_table.py writes them from "
+         "evaluation/results/overhead-*.json -->")
+END = "<!-- end of the overhead tables -->"
+SUMMARY_BEGIN = "<!-- overhead table: evaluation/bench/overhead_table.py writes it -->"
+SUMMARY_END = "<!-- end of the overhead table -->"
 # (column, numerator, denominator): rates in kpps without a denominator
 FIGURES = (("untraced", "untraced", None), ("floor", "floor", None),
            ("traced", "traced", None), ("two tcpdumps", "tcpdump", None),
@@ -44,6 +49,22 @@ BOLD = ("traced/untraced", "aggregate/untraced", "1 in 64/untraced")
 
 class TableError(Exception):
     pass
+
+
+def cpu_label(cpu):
+    """A CPU's name in the tables: the model name without trademarks and
+    filler, then family and model where the JSON has them."""
+    name = re.sub(r"\((R|TM)\)|\bCPU\b|\bProcessor\b|@.*$", "", cpu["model_name"], flags=re.I)
+    name = " ".join(name.split())
+    if cpu.get("family") is not None:
+        name += f" (family {cpu['family']}, model {cpu['model']})"
+    return name
+
+
+def cpu_slug(cpu):
+    """The CPU in a result file's name: evaluation/results/overhead-SLUG.json."""
+    label = re.sub(r"\b(family|model)\b", "", cpu_label(cpu).lower())
+    return re.sub(r"[^a-z0-9]+", "-", label).strip("-")
 
 
 def spread(res, payload, num, den):
@@ -67,12 +88,19 @@ def _cell(column, m, lo, hi):
     return f"**{text}**" if column in BOLD else text
 
 
+def tables(results):
+    """The Markdown evaluation/overhead.md holds between its markers: each
+    CPU's tables under its name."""
+    return "\n\n".join(f"### {cpu_label(res['cpu'])}\n\n{table(res)}" for res in results)
+
+
 def table(res):
-    """The Markdown evaluation/overhead.md holds between its markers."""
+    """One CPU's tables."""
     payloads = list(res["summary"])
     rounds = len(res["rounds"])
     when = f" on {res['date']}" if res.get("date") else ""
-    lines = [f"Measured{when} on `{res['machine']}` ({res['cpus']} CPUs): {rounds} rounds × "
+    lines = [f"Measured{when} on {cpu_label(res['cpu'])}, {res['cpus']} CPUs, kernel "
+             f"`{res['machine']}`: {rounds} rounds × "
              f"{res['seconds']:g} s, each figure the median over the rounds and, in "
              "brackets, its spread (min–max):", "",
              "| payload | " + " | ".join(c for c, _, _ in FIGURES) +
@@ -197,21 +225,29 @@ def aggregate_table(res, payloads):
     return lines
 
 
-def summary(res):
-    """README's sentence: the medians of traced/untraced and of the sampled
-    aggregate mode over the payloads, the machine, and where the rest is."""
-    payloads = list(res["summary"])
+def summary(results):
+    """README's table: per CPU, the medians over the payloads of
+    traced/untraced and of the sampled aggregate mode, the untraced rate,
+    the share recorded, and where the rest is."""
+    lines = ["The router's forwarding rate while recording, against the same router "
+             "untraced (UDP; per payload the median over the rounds; the details and "
+             "every round: [evaluation/overhead.md](evaluation/overhead.md)):", "",
+             "| CPU | measured | untraced | recording every packet | "
+             "`--aggregate --sample 64` | recorded |", "|---" * 6 + "|"]
+    for res in results:
+        payloads = list(res["summary"])
 
-    def medians(config):
-        m = [spread(res, p, config, "untraced")[0] for p in payloads]
-        return f"{min(m):.2f}" if f"{min(m):.2f}" == f"{max(m):.2f}" else f"{min(m):.2f}–{max(m):.2f}"
-    line = (f"Recording every packet kept {medians('traced')} of the router's untraced "
-            f"forwarding rate ({', '.join(p + ' B' for p in payloads)} UDP")
-    if "sampled" in res["rounds"][0][payloads[0]]:
-        line += f"; `--aggregate --sample 64` {medians('sampled')}"
-    when = f" on {res['date']}" if res.get("date") else ""
-    return (line + f"), measured{when} on `{res['machine']}` ({res['cpus']} CPUs): "
-            "[evaluation/overhead.md](evaluation/overhead.md).")
+        def medians(config):
+            m = [f"{spread(res, p, config, 'untraced')[0]:.2f}" for p in payloads]
+            return m[0] if min(m) == max(m) else f"{min(m)}–{max(m)}"
+        untraced = ", ".join(f"{spread(res, p, 'untraced', None)[0]:.0f} kpps at {p} B"
+                             for p in payloads)
+        sampled = medians("sampled") if "sampled" in res["rounds"][0][payloads[0]] else "–"
+        complete = min(res["summary"][p]["completeness"] for p in payloads)
+        lines.append(f"| {cpu_label(res['cpu'])}, {res['cpus']} CPUs | {res.get('date', '–')}, "
+                     f"kernel `{res['machine']}` | {untraced} | {medians('traced')} | {sampled} "
+                     f"| {_share(complete)} |")
+    return "\n".join(lines)
 
 
 def replace(text, block, begin, end):
@@ -225,18 +261,25 @@ def replace(text, block, begin, end):
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", default=os.path.join(ROOT, "evaluation", "results", "overhead.json"))
+    p.add_argument("--json", nargs="+", default=sorted(glob.glob(RESULTS)),
+                   help="the bench's results, one file per CPU (default: every "
+                        "evaluation/results/overhead-*.json)")
     p.add_argument("--page", default=os.path.join(ROOT, "evaluation", "overhead.md"))
     p.add_argument("--readme", default=os.path.join(ROOT, "README.md"))
     p.add_argument("--check", action="store_true",
-                   help="change nothing; exit 1 if a table or README's line differs")
+                   help="change nothing; exit 1 if a table or README's differs")
     a = p.parse_args()
     try:
-        with open(a.json) as f:
-            res = json.load(f)
+        keyed = []
+        for path in a.json:
+            with open(path) as f:
+                res = json.load(f)
+            # the oldest run first; two of one day by CPU
+            keyed.append(((res.get("date", ""), cpu_label(res["cpu"])), res))
+        results = [res for _, res in sorted(keyed, key=lambda k: k[0])]
         texts = {}
-        for path, block, begin, end in ((a.page, table(res), BEGIN, END),
-                                        (a.readme, summary(res), SUMMARY_BEGIN, SUMMARY_END)):
+        for path, block, begin, end in ((a.page, tables(results), BEGIN, END),
+                                        (a.readme, summary(results), SUMMARY_BEGIN, SUMMARY_END)):
             with open(path) as f:
                 old = f.read()
             try:
@@ -246,21 +289,22 @@ def main():
     except (OSError, ValueError, TableError) as e:
         print(f"evaluation/bench/overhead_table.py: {e}", file=sys.stderr)
         return 1
-    except (KeyError, TypeError) as e:
-        print(f"evaluation/bench/overhead_table.py: {a.json} is not evaluation/bench/overhead.py's JSON ({e!r})",
-              file=sys.stderr)
+    except (KeyError, TypeError, AttributeError) as e:
+        print(f"evaluation/bench/overhead_table.py: {path} is not evaluation/bench/overhead.py's "
+              f"JSON ({e!r})", file=sys.stderr)
         return 1
     stale = [path for path, (old, new) in texts.items() if new != old]
     if a.check:
         if stale:
-            print(f"evaluation/bench/overhead_table.py: {', '.join(stale)} not what {a.json} "
-                  "gives: run evaluation/bench/overhead_table.py", file=sys.stderr)
+            print(f"evaluation/bench/overhead_table.py: {', '.join(stale)} not what "
+                  f"{', '.join(a.json)} give: run evaluation/bench/overhead_table.py",
+                  file=sys.stderr)
             return 1
         return 0
     for path in stale:
         with open(path, "w") as f:
             f.write(texts[path][1])
-        print(f"{path}: written from {a.json}")
+        print(f"{path}: written from {', '.join(a.json)}")
     return 0
 
 

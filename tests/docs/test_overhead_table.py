@@ -1,6 +1,7 @@
-"""evaluation/overhead.md's tables, and README's line on them, are what
+"""evaluation/overhead.md's tables, and README's table of them, are what
 evaluation/bench/overhead_table.py makes of the committed
-evaluation/results/overhead.json: no figure typed by hand or left stale."""
+evaluation/results/overhead-*.json, one per CPU, each under its CPU's name:
+no figure typed by hand or left stale."""
 import json
 import shutil
 import subprocess
@@ -9,7 +10,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 TABLE = ROOT / "evaluation" / "bench" / "overhead_table.py"
-JSON = ROOT / "evaluation" / "results" / "overhead.json"
+JSONS = sorted((ROOT / "evaluation" / "results").glob("overhead-*.json"))
+JSON = JSONS[0]
 PAGE = ROOT / "evaluation" / "overhead.md"
 README = ROOT / "README.md"
 
@@ -32,21 +34,46 @@ def test_the_tables_and_readme_are_the_committed_json():
     assert r.returncode == 0, r.stderr
 
 
+def test_each_cpu_is_named_in_the_page_and_readme():
+    sys.path.insert(0, str(TABLE.parent))
+    from overhead_table import cpu_label, cpu_slug
+    readme = README.read_text()
+    for path in JSONS:
+        res = json.loads(path.read_text())
+        label = cpu_label(res["cpu"])
+        assert path.name == f"overhead-{cpu_slug(res['cpu'])}.json"
+        assert f"### {label}\n" in PAGE.read_text()
+        assert f"| {label}, {res['cpus']} CPUs | {res['date']}, kernel `{res['machine']}` |" \
+            in readme
+
+
+def test_a_cpu_label_and_its_file_name():
+    sys.path.insert(0, str(TABLE.parent))
+    from overhead_table import cpu_label, cpu_slug
+    xeon = {"model_name": "Intel(R) Xeon(R) Processor", "vendor_id": "GenuineIntel",
+            "family": 6, "model": 207}
+    assert cpu_label(xeon) == "Intel Xeon (family 6, model 207)"
+    assert cpu_slug(xeon) == "intel-xeon-6-207"
+    epyc = {"model_name": "AMD EPYC 7B13 64-Core Processor", "family": 25, "model": 1}
+    assert cpu_label(epyc) == "AMD EPYC 7B13 64-Core (family 25, model 1)"
+    assert cpu_slug({"model_name": "AMD EPYC", "family": None}) == "amd-epyc"
+
+
 def test_a_changed_measurement_makes_the_check_fail(tmp_path):
     res = json.loads(JSON.read_text())
     res["rounds"][0]["64"]["traced"]["pps"] *= 0.9  # one round slower: the spread moves
     changed = tmp_path / "overhead.json"
     changed.write_text(json.dumps(res))
-    r = table("--json", changed, "--check")
+    r = table("--json", changed, *JSONS[1:], "--check")
     assert r.returncode == 1 and "run evaluation/bench/overhead_table.py" in r.stderr
     # and writing makes both match it
     page, readme, where = copies(tmp_path)
-    assert table("--json", changed, *where).returncode == 0
-    assert table("--json", changed, *where, "--check").returncode == 0
+    assert table("--json", changed, *JSONS[1:], *where).returncode == 0
+    assert table("--json", changed, *JSONS[1:], *where, "--check").returncode == 0
     assert page.read_text() != PAGE.read_text()
 
 
-def test_readme_says_the_medians_the_machine_and_where_the_rest_is(tmp_path):
+def test_readme_says_the_medians_the_cpu_and_where_the_rest_is(tmp_path):
     res = json.loads(JSON.read_text())
     for p in res["rounds"][0]:
         for r in res["rounds"]:
@@ -56,20 +83,20 @@ def test_readme_says_the_medians_the_machine_and_where_the_rest_is(tmp_path):
     _, readme, where = copies(tmp_path)
     assert table("--json", changed, *where).returncode == 0
     text = readme.read_text()
-    assert "Recording every packet kept 0.50 of the router's untraced forwarding rate" in text
-    assert f"on `{res['machine']}` ({res['cpus']} CPUs)" in text
+    row = next(line for line in text.splitlines() if line.startswith("| AMD EPYC, 2 CPUs |"))
+    assert row.split(" | ")[3] == "0.50", row  # recording every packet
     assert "[evaluation/overhead.md](evaluation/overhead.md)" in text
 
 
 def test_the_table_holds_the_machine_rounds_and_spread():
-    res = json.loads(JSON.read_text())
     text = PAGE.read_text()
-    assert f"`{res['machine']}`" in text
-    assert f"{len(res['rounds'])} rounds × {res['seconds']:g} s" in text
-    # every round's traced/untraced lies within the spread printed for it
-    for p in res["summary"]:
-        ratios = [r[p]["traced"]["pps"] / r[p]["untraced"]["pps"] for r in res["rounds"]]
-        assert f"({min(ratios):.3f}–{max(ratios):.3f})" in text
+    for path in JSONS:
+        res = json.loads(path.read_text())
+        assert f"`{res['machine']}`: {len(res['rounds'])} rounds × {res['seconds']:g} s" in text
+        # every round's traced/untraced lies within the spread printed for it
+        for p in res["summary"]:
+            ratios = [r[p]["traced"]["pps"] / r[p]["untraced"]["pps"] for r in res["rounds"]]
+            assert f"({min(ratios):.3f}–{max(ratios):.3f})" in text
 
 
 def test_the_floor_goal_and_the_windows_measured_again_are_said(tmp_path):

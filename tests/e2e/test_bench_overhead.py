@@ -9,10 +9,9 @@ import shutil
 import subprocess
 import sys
 
-from testlib import namespaces
+from testlib import run_bench
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "evaluation", "bench", "overhead.py")
 TABLE = os.path.join(ROOT, "evaluation", "bench", "overhead_table.py")
 PREFIX = "hst-bo-"
 CONFIGS = {"untraced", "floor", "clock", "traced", "tcpdump", "aggregate", "sampled"}
@@ -21,15 +20,8 @@ CONFIGS = {"untraced", "floor", "clock", "traced", "tcpdump", "aggregate", "samp
 def test_a_short_run_measures_every_configuration(tmp_path):
     out = tmp_path / "overhead.json"
     # beside forks: the bench's own other work, started and stopped by it
-    r = subprocess.run([sys.executable, BENCH, "--payloads", "64", "--rounds", "1",
-                        "--seconds", "0.5", "--beside", "fork", "-o", str(out)],
-                       capture_output=True, text=True,
-                       env=dict(os.environ, HS_PREFIX=PREFIX), timeout=900)
-    try:
-        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
-    finally:
-        left = namespaces(PREFIX)
-        assert not left, left
+    r = run_bench("overhead", "--payloads", "64", "--rounds", "1", "--seconds", "0.5",
+                  "--beside", "fork", "-o", out, prefix=PREFIX)
     res = json.loads(out.read_text())
     rnd = res["rounds"][0]["64"]
     assert set(rnd) == CONFIGS and all(rnd[c]["pps"] > 0 for c in CONFIGS), rnd
@@ -53,6 +45,8 @@ def test_a_short_run_measures_every_configuration(tmp_path):
     assert rec["drain_max_gap_ns"] > 0, rec
     s = res["summary"]["64"]
     assert res["beside"] == "fork"
+    # the CPU it ran on, by name and number (README's table is per CPU)
+    assert res["cpu"]["model_name"] and res["cpu"]["vendor_id"], res["cpu"]
     assert s["ring_lost_per_s"] == t["ring_lost"] / t["seconds"], s
     assert s["recorder_ns_per_record"] == rec["cpu_ns"] / (t["records"] + t["ring_lost"]), s
     assert s["ring_peak_fill"] == rec["ring_peak_waiting"] / rec["ring_records"], s

@@ -7,6 +7,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 
 import numpy as np
@@ -108,6 +109,21 @@ def namespaces(prefix):
     """The network namespaces whose names start with prefix."""
     return [line.split()[0] for line in sh("ip", "netns", "list").stdout.splitlines()
             if line.startswith(prefix)]
+
+
+def run_bench(name, *args, prefix, timeout=900):
+    """evaluation/bench/NAME.py run with args on a testbed prefix of its own
+    (the bench brings its testbed up and down): its completed process, once
+    it exited 0 and left no namespace of prefix behind."""
+    bench = os.path.join(ROOT, "evaluation", "bench", f"{name}.py")
+    r = subprocess.run([sys.executable, bench, *map(str, args)], capture_output=True, text=True,
+                       env=dict(os.environ, HS_PREFIX=prefix), timeout=timeout)
+    try:
+        assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-3000:]
+    finally:
+        left = namespaces(prefix)
+        assert not left, left
+    return r
 
 
 def namespaced_testbed(prefix):
