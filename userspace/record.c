@@ -824,21 +824,28 @@ static void resample(struct run *run, double t, int quiet)
 /*
  * How long a drain sleeps after each drain: a quarter of the time a ring
  * takes to fill at the rate the last drain saw (as if all of it came on one
- * CPU), 1 to 20 ms. A fixed 20 ms filled a 8192-record ring to 93 % at
- * 360 k records/s; idle, it doubles back to 20 ms. It sleeps after a drain
- * that found records too, so that a drain at SCHED_FIFO (--realtime) never
- * holds its CPU while records keep coming: it takes its records in batches.
+ * CPU), at least 1 ms. Idle, it doubles up to a quarter of the time a ring
+ * fills at HS_CPU_RECORDS_MAX, so that traffic starting during a sleep
+ * finds room: with 8192-record rings a fixed 20 ms let one start fill a
+ * ring at 312 k records/s. It sleeps after a drain that found records too,
+ * so that a drain at SCHED_FIFO (--realtime) never holds its CPU while
+ * records keep coming: it takes its records in batches.
  */
 #define HS_DRAIN_SLEEP_MAX_MS 20
+/* records a second one CPU hands over at most, above any router measured
+ * (1.1 M packets a second a CPU) */
+#define HS_CPU_RECORDS_MAX 2e6
 
 static int drain_sleep_ms(int sleep_ms, uint64_t ring_records, int n, double seconds)
 {
-	double ms;
+	double most = ring_records / 4.0 / HS_CPU_RECORDS_MAX * 1e3, ms;
 
+	most = most > HS_DRAIN_SLEEP_MAX_MS ? HS_DRAIN_SLEEP_MAX_MS : most < 1 ? 1 : most;
 	if (n <= 0 || !ring_records || seconds <= 0)
-		return sleep_ms * 2 > HS_DRAIN_SLEEP_MAX_MS ? HS_DRAIN_SLEEP_MAX_MS : sleep_ms * 2;
-	ms = ring_records / 4.0 / (n / seconds) * 1e3;
-	return ms >= HS_DRAIN_SLEEP_MAX_MS ? HS_DRAIN_SLEEP_MAX_MS : ms < 1 ? 1 : (int)ms;
+		ms = sleep_ms * 2;
+	else
+		ms = ring_records / 4.0 / (n / seconds) * 1e3;
+	return ms >= most ? (int)most : ms < 1 ? 1 : (int)ms;
 }
 
 /* the time since this drain's last one began, kept if the longest */

@@ -8,7 +8,7 @@ CPUs, the records lost in the rings per second, the recorder's CPU time per
 record, the most one drain thread waited for a CPU, and the longest gap
 between a thread's drains.
 
-    evaluation/bench/drain_threads.py [--payload 64] [--rounds 3] [--seconds 4]
+    evaluation/bench/drain_threads.py [--payload 64] [--rounds 3] [--seconds 4] [--record-args ARGS]
 Writes evaluation/results/drain_threads.json. Needs root, `make` and iperf3.
 """
 import os
@@ -50,13 +50,13 @@ def spread_rps():
                        check=True)
 
 
-def record(path, threads):
+def record(path, threads, extra):
     """hopscope record with `threads` drain threads, unpinned, once attached"""
     r, w = os.pipe()
     try:
         proc = subprocess.Popen([HOPSCOPE, "record", "-n", PREFIX + "router", "-i", "r-s1,r-s2",
                                  "-O", "r-rx", "-o", path, "-q", "--backend", "ebpf",
-                                 "--drain-threads", str(threads), "--ready-fd", str(w)],
+                                 "--drain-threads", str(threads), "--ready-fd", str(w), *extra],
                                 pass_fds=(w,), stderr=subprocess.PIPE, text=True)
     finally:
         os.close(w)
@@ -88,9 +88,9 @@ def blast(payload, seconds, warmup=1.0):
     return (n1 - n0) / (t1 - t0)
 
 
-def measure(config, payload, seconds, tmp):
+def measure(config, payload, seconds, tmp, extra):
     path = os.path.join(tmp, f"{config}.hsr")
-    proc = record(path, int(config.split("_")[1])) if config != "untraced" else None
+    proc = record(path, int(config.split("_")[1]), extra) if config != "untraced" else None
     before, started = tx_packets(), time.monotonic()
     try:
         rate = blast(payload, seconds)
@@ -164,6 +164,8 @@ def main():
     ap = benchlib.parser("drain_threads", __doc__, rounds=3)
     ap.add_argument("--payload", type=int, default=64, help="UDP payload, bytes")
     ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
+    ap.add_argument("--record-args", default="", help="more options for hopscope record, "
+                    "e.g. '--realtime 0'")
     a = ap.parse_args()
     if a.rounds < 1 or a.seconds <= 0 or not 0 < a.payload <= 1472:
         ap.error("--rounds, --seconds and --payload (1 to 1472) must be positive")
@@ -183,7 +185,7 @@ def main():
         time.sleep(0.5)
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.rounds):
-                rnd = {c: measure(c, a.payload, a.seconds, tmp)
+                rnd = {c: measure(c, a.payload, a.seconds, tmp, a.record_args.split())
                        for c in benchlib.rotated(CONFIGS, i)}
                 res["rounds"].append(rnd)
                 print(f"round {i + 1}/{a.rounds}: " + "  ".join(
