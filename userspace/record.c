@@ -929,15 +929,20 @@ static void tick(struct run *run, struct opts *o, double t, double *last_flush)
 {
 	char *js;
 
+	bool flush = t - *last_flush >= o->counters_every;
+
 	hs_ifwatch(run->cfg, run->b);
 	read_counters(run, 0);
 	if (!run->counters_err)
 		resample(run, t, o->quiet);
+	/* the map's translations into the flow table (its own lock), before
+	 * the drains are held: only what must agree with the records waits */
+	if (flush)
+		read_nat(run, false);
 	hs_writer_hold(&run->w);
 	js = counters_json(run, &run->w, NULL);
 	snapshot(run, js, 0);
-	if (t - *last_flush >= o->counters_every) {
-		read_nat(run, false);
+	if (flush) {
 		run->err = hs_writer_flush(&run->w, js);
 		*last_flush = t;
 	}
