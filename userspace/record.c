@@ -28,7 +28,7 @@
 #include "writer.h"
 
 /* CPUs per drain thread under --drain-threads auto: one thread carries the
- * records of ~6 M packets a second (evaluation/overhead.md, the recorder's
+ * records of 5-6.6 M packets a second (evaluation/overhead.md, the recorder's
  * path), four CPUs forward ~4.4 M at most on the fastest machine measured */
 #define HS_CPUS_PER_DRAIN 4
 
