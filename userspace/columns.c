@@ -128,3 +128,45 @@ size_t hs_columns_encode(const struct hs_record *r, uint32_t n, void *out)
 	memcpy(out, &present, sizeof(present));
 	return to - (uint8_t *)out;
 }
+
+int hs_columns_decode(const void *payload, size_t bytes, uint32_t n, struct hs_record *out)
+{
+	const uint8_t *p = payload;
+	uint64_t present;
+	size_t at = 8, field = offsetof(struct hs_record, seq);
+
+	if (bytes < 8)
+		return -1;
+	memcpy(&present, p, 8);
+	for (int c = 0; c < NCOLUMNS; c++)
+		at += present >> c & 1 ? pad8((size_t)n * width[c]) : 0;
+	if (at != bytes || present >> NCOLUMNS)
+		return -1;
+	memset(out, 0, (size_t)n * sizeof(*out));
+	at = 8;
+	for (int c = 0; c < NCOLUMNS; c++) {
+		const uint8_t *col = p + at;
+
+		if (present >> c & 1) {
+			at += pad8((size_t)n * width[c]);
+			for (uint32_t i = 0; i < n; i++) {
+				if (c == HS_COL_T1_AT) {
+					memcpy(&out[i].t[HS_T1], col + 8 * i, 8);
+				} else if (c < HS_COL_SEQ_AT) {
+					int s = c <= HS_T1 ? c - 1 : c;	/* the stages but t1 */
+					uint32_t d;
+
+					memcpy(&d, col + 4 * i, 4);
+					out[i].t[s] = d == HS_COLUMN_UNSEEN ? 0 :
+						      out[i].t[HS_T1] + (int64_t)(int32_t)d;
+				} else {
+					memcpy((uint8_t *)&out[i] + field, col + (size_t)width[c] * i,
+					       width[c]);
+				}
+			}
+		}
+		if (c >= HS_COL_SEQ_AT)
+			field += width[c];
+	}
+	return 0;
+}

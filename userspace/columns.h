@@ -12,5 +12,8 @@ size_t hs_columns_bound(uint32_t n);
 /* n records as a COLUMNS payload into out (hs_columns_bound(n) bytes): its
  * length, or 0 when an instant does not fit a column (write RECORDS then) */
 size_t hs_columns_encode(const struct hs_record *r, uint32_t n, void *out);
+/* a COLUMNS payload of n records (bytes long) back into records: 0, or -1
+ * when its length does not match the columns it says it stores */
+int hs_columns_decode(const void *payload, size_t bytes, uint32_t n, struct hs_record *out);
 
 #endif

@@ -51,16 +51,16 @@ struct walk {
 static void on_chunk(const struct hs_chunk *ch, const char *payload, void *ctx)
 {
 	struct walk *w = ctx;
+	const struct hs_record *r = hsr_records(ch, payload);
 
-	if (ch->type == HS_CHUNK_RECORDS) {
-		const struct hs_record *r = (const void *)payload;
-
+	if (r) {
 		for (uint32_t i = 0; i < ch->count; i++) {
 			if (r[i].status != HS_ST_COMPLETE)
 				continue;
 			w->complete++;
 			w->sampled += !(r[i].seq & ((1u << HS_COST_SAMPLE_SHIFT) - 1));
 		}
+		hsr_free_records(ch, r);
 	} else if (ch->type == HS_CHUNK_END) {
 		/* JSON, then zero padding: a string */
 		w->end = payload;

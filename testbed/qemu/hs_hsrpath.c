@@ -45,11 +45,11 @@ static void count_out(struct walk *w, uint32_t ifindex)
 
 static void on_chunk(const struct hs_chunk *ch, const char *payload, void *ctx)
 {
-	const struct hs_record *r = (const void *)payload;
+	const struct hs_record *r = hsr_records(ch, payload);
 	struct walk *w = ctx;
 
 	w->end |= ch->type == HS_CHUNK_END;
-	if (ch->type != HS_CHUNK_RECORDS)
+	if (!r)
 		return;
 	for (uint32_t i = 0; i < ch->count; i++) {
 		const __u64 *t = r[i].t;
@@ -71,19 +71,21 @@ static void on_chunk(const struct hs_chunk *ch, const char *payload, void *ctx)
 				w->first_fast_t1 = t[HS_T1];
 		}
 	}
+	hsr_free_records(ch, r);
 }
 
 /* a second pass: "first fast" is known only once every record is read */
 static void on_chunk_late(const struct hs_chunk *ch, const char *payload, void *ctx)
 {
-	const struct hs_record *r = (const void *)payload;
 	struct walk *w = ctx;
+	const struct hs_record *r = w->first_fast_t1 ? hsr_records(ch, payload) : NULL;
 
-	if (ch->type != HS_CHUNK_RECORDS || !w->first_fast_t1)
+	if (!r)
 		return;
 	for (uint32_t i = 0; i < ch->count; i++)
 		w->stack_late += r[i].status == HS_ST_COMPLETE && r[i].path == HS_PATH_STACK &&
 				 r[i].t[HS_T1] > w->first_fast_t1;
+	hsr_free_records(ch, r);
 }
 
 int main(int argc, char **argv)

@@ -251,7 +251,9 @@ int main(int argc, char **argv)
 	for (int i = 0; i < hold * 10 && !stop; i++)
 		usleep(100000);
 	while (!stop) {
-		err = b->poll(b, 100, on_record, &st);
+		err = b->poll(b, on_record, &st);
+		if (err >= 0 && !b->drain.more)
+			usleep(10000);	/* the module wakes no reader: poll's is a drain */
 		if (err < 0) {
 			fprintf(stderr, "hs_reader: poll: %s\n", strerror(-err));
 			break;

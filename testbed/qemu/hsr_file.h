@@ -2,7 +2,8 @@
 /*
  * The QEMU guest's readers of a .hsr file (no Python in the guest): the
  * whole file in memory, checked to be one this tree writes, and its chunks
- * walked in order. Shared by hs_hsrcost.c and hs_hsrpath.c.
+ * walked in order. Shared by hs_hsrcost.c and hs_hsrpath.c, each built with
+ * userspace/columns.c (hsr_records).
  */
 #ifndef HSR_FILE_H
 #define HSR_FILE_H
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "hopscope_file.h"
+#include "columns.h"
 
 /* PATH's bytes, NUL-terminated (the JSON chunks are read as strings); NULL
  * unless it is a hopscope file of this version and record size */
@@ -60,6 +62,30 @@ static void hsr_walk(const char *buf, size_t len,
 		chunk(ch, buf + off + sizeof(*ch), ctx);
 		off += sizeof(*ch) + ((ch->bytes + 7) & ~7u);
 	}
+}
+
+/* a RECORDS or COLUMNS chunk's records (free them with hsr_free_records);
+ * NULL for another chunk, or COLUMNS that do not decode */
+static const struct hs_record *hsr_records(const struct hs_chunk *ch, const char *payload)
+{
+	struct hs_record *r;
+
+	if (ch->type == HS_CHUNK_RECORDS)
+		return (const void *)payload;
+	if (ch->type != HS_CHUNK_COLUMNS || !(r = malloc((ch->count + 1) * sizeof(*r))))
+		return NULL;
+	if (hs_columns_decode(payload, ch->bytes, ch->count, r)) {
+		printf("HSR chunk %u: COLUMNS that do not decode\n", ch->index);
+		free(r);
+		return NULL;
+	}
+	return r;
+}
+
+static void hsr_free_records(const struct hs_chunk *ch, const struct hs_record *r)
+{
+	if (ch->type == HS_CHUNK_COLUMNS)
+		free((void *)r);
 }
 
 #endif

@@ -37,7 +37,8 @@ mkdir -p "$dir" "$work/tools"
 # shellcheck disable=SC2086
 $CC $CFLAGS -static -o "$work/tools/hs_udp" "$here/hs_udp.c"
 # shellcheck disable=SC2086
-$CC $CFLAGS -static -I"$top/include" -o "$work/tools/hs_hsrpath" "$here/hs_hsrpath.c"
+$CC $CFLAGS -static -I"$top/include" -I"$top/userspace" -o "$work/tools/hs_hsrpath" \
+	"$here/hs_hsrpath.c" "$top/userspace/columns.c"
 t0=$(date +%s)
 # shellcheck disable=SC2086
 "$here/fetch-kernel.sh" "$rel" "$kdir" $MODULES

@@ -35,7 +35,8 @@ build_tools() {	# $CFLAGS is a list of flags: split on purpose
 	$CC $CFLAGS -static -pthread -I"$top/include" -o "$work/tools/hs_rawread" \
 		"$here/hs_rawread.c"
 	# shellcheck disable=SC2086
-	$CC $CFLAGS -static -I"$top/include" -o "$work/tools/hs_hsrcost" "$here/hs_hsrcost.c"
+	$CC $CFLAGS -static -I"$top/include" -I"$top/userspace" -o "$work/tools/hs_hsrcost" \
+		"$here/hs_hsrcost.c" "$top/userspace/columns.c"
 }
 
 run_series() {
