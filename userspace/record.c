@@ -475,6 +475,10 @@ struct drain_thread {
 	bool started;
 	/* its own figures, read by counters_json (__atomic) */
 	uint64_t max_gap_ns, cpu_wait_ns;
+	/* its pace, its own (drain_begin) */
+	double last, drained;	/* its last drain began, ended */
+	int sleep_ms;
+	uint64_t wait_at_start;	/* its thread's schedstat wait then */
 };
 
 struct run {
@@ -492,7 +496,6 @@ struct run {
 	/* packets still in a slot when the probes stopped (records or not:
 	 * --aggregate writes none); 0 until then */
 	uint64_t inflight_at_stop;
-	uint64_t drain_cpu_wait_at_start;	/* the loop's thread: lane 0's drain */
 	struct hs_snapshot snap;
 	struct hs_sampling sampling;
 	uint32_t said_n;	/* --sample auto: the N last said on stderr */
@@ -848,17 +851,44 @@ static int drain_sleep_ms(int sleep_ms, uint64_t ring_records, int n, double sec
 	return ms >= most ? (int)most : ms < 1 ? 1 : (int)ms;
 }
 
-/* the time since this drain's last one began, kept if the longest */
-static void drain_gap(struct drain_thread *d, double *last, double now)
+/* in the drain's own thread, before its first drain */
+static void drain_begin(struct drain_thread *d)
 {
-	if (now > *last && (now - *last) * 1e9 > d->max_gap_ns)
-		__atomic_store_n(&d->max_gap_ns, (uint64_t)((now - *last) * 1e9), __ATOMIC_RELAXED);
-	*last = now;
+	d->last = d->drained = now_s();
+	d->sleep_ms = HS_DRAIN_SLEEP_MAX_MS;
+	d->wait_at_start = runq_wait_ns();
 }
 
-static void drain_waited(struct drain_thread *d, uint64_t at_start)
+/* a drain begins: the time since the last one began, kept if the longest */
+static void drain_gap(struct drain_thread *d)
 {
-	__atomic_store_n(&d->cpu_wait_ns, runq_wait_ns() - at_start, __ATOMIC_RELAXED);
+	double now = now_s();
+
+	if (now > d->last && (now - d->last) * 1e9 > d->max_gap_ns)
+		__atomic_store_n(&d->max_gap_ns, (uint64_t)((now - d->last) * 1e9),
+				 __ATOMIC_RELAXED);
+	d->last = now;
+}
+
+/* a drain handed over n records (since the last one ended): sleep as
+ * drain_sleep_ms says, unless it stopped at the backend's bound with
+ * records waiting (more); a signal ends the sleep early. Returns when the
+ * drain ended. */
+static double drain_pause(struct drain_thread *d, int n, bool more)
+{
+	double t = now_s();
+
+	d->sleep_ms = drain_sleep_ms(d->sleep_ms, d->run->b->drain.ring_records, n,
+				     t - d->drained);
+	d->drained = t;
+	if (!more)
+		nanosleep(&(struct timespec){ 0, d->sleep_ms * 1000000L }, NULL);
+	return t;
+}
+
+static void drain_waited(struct drain_thread *d)
+{
+	__atomic_store_n(&d->cpu_wait_ns, runq_wait_ns() - d->wait_at_start, __ATOMIC_RELAXED);
 }
 
 /* drain threads 1 to nlanes - 1: drain, then sleep (drain_sleep_ms) */
@@ -866,15 +896,15 @@ static void *drain_main(void *arg)
 {
 	struct drain_thread *d = arg;
 	struct run *run = d->run;
-	uint64_t at_start = runq_wait_ns();
-	double last = now_s(), drained = last, waited = last;
-	int sleep_ms = HS_DRAIN_SLEEP_MAX_MS;
+	double waited;
 
+	drain_begin(d);
+	waited = d->last;
 	while (!__atomic_load_n(&run->drains_quit, __ATOMIC_RELAXED)) {
-		double t = now_s();
+		double t;
 		int n;
 
-		drain_gap(d, &last, t);
+		drain_gap(d);
 		hs_lane_lock(d->lane);
 		n = run->b->drain_lane(run->b, d->k, on_record, d);
 		hs_lane_unlock(d->lane);
@@ -882,16 +912,13 @@ static void *drain_main(void *arg)
 			__atomic_store_n(&run->drains_err, n, __ATOMIC_RELAXED);
 			break;
 		}
-		t = now_s();
-		sleep_ms = drain_sleep_ms(sleep_ms, run->b->drain.ring_records, n, t - drained);
-		drained = t;
+		t = drain_pause(d, n, false);
 		if (t - waited >= 1.0) {
-			drain_waited(d, at_start);
+			drain_waited(d);
 			waited = t;
 		}
-		nanosleep(&(struct timespec){ 0, sleep_ms * 1000000L }, NULL);
 	}
-	drain_waited(d, at_start);
+	drain_waited(d);
 	return NULL;
 }
 
@@ -927,9 +954,8 @@ static void stop_drains(struct run *run)
  * drains held, so that its counts are those of the records before it) */
 static void tick(struct run *run, struct opts *o, double t, double *last_flush)
 {
-	char *js;
-
 	bool flush = t - *last_flush >= o->counters_every;
+	char *js;
 
 	hs_ifwatch(run->cfg, run->b);
 	read_counters(run, 0);
@@ -953,8 +979,6 @@ static void tick(struct run *run, struct opts *o, double t, double *last_flush)
 static int record_loop(struct run *run, struct opts *o)
 {
 	double start = now_s(), last_flush = start, last_read = start, last_live = start;
-	double last_poll = start, drained = start;
-	int sleep_ms = HS_DRAIN_SLEEP_MAX_MS;
 	const char *reason = "signal";
 	int live = !o->quiet && isatty(2);
 	struct drain_thread *d0 = &run->drains[0];
@@ -963,14 +987,14 @@ static int record_loop(struct run *run, struct opts *o)
 	char *js;
 
 	run->cpu_at_start = cpu_ns();
-	run->drain_cpu_wait_at_start = runq_wait_ns();
 	run->err = start_drains(run);
+	drain_begin(d0);
 
 	while (!stop_signal && !run->err) {
 		double t;
 		int n;
 
-		drain_gap(d0, &last_poll, now_s());
+		drain_gap(d0);
 		/* lane 0 is this thread's alone: no lock */
 		n = run->b->poll(run->b, on_record, d0);
 		n = n < 0 ? n : __atomic_load_n(&run->drains_err, __ATOMIC_RELAXED) ?: n;
@@ -986,16 +1010,9 @@ static int record_loop(struct run *run, struct opts *o)
 			reason = "error";
 			break;
 		}
-		t = now_s();
-		/* the n records came in since the last poll's drain ended */
-		sleep_ms = drain_sleep_ms(sleep_ms, run->b->drain.ring_records, n, t - drained);
-		drained = t;
-		/* a signal ends the sleep early; no sleep when the batch stopped at
-		 * the backend's bound with records waiting */
-		if (!run->b->drain.more)
-			nanosleep(&(struct timespec){ 0, sleep_ms * 1000000L }, NULL);
+		t = drain_pause(d0, n, run->b->drain.more);
 		if (t - last_read >= 1.0) {
-			drain_waited(d0, run->drain_cpu_wait_at_start);
+			drain_waited(d0);
 			tick(run, o, t, &last_flush);
 			last_read = t;
 		}
@@ -1018,7 +1035,7 @@ static int record_loop(struct run *run, struct opts *o)
 	}
 	if (run->err)
 		reason = "error";
-	drain_waited(d0, run->drain_cpu_wait_at_start);
+	drain_waited(d0);
 	stop_drains(run);
 	/* a trigger still waiting for --flight-after: dumped while the probes run */
 	if (run->flight)
