@@ -49,7 +49,8 @@ static int hs_release(struct inode *inode, struct file *f)
 }
 
 /*
- * Fill bounce from the ring (after stop: from the slots still in flight).
+ * Fill bounce from the ring (after stop: from the slots still in flight, then
+ * the merged packets waiting for their segments).
  * Under s->lock only for that: 0 records, or -EINVAL before a recording
  * started. *stopped: the recording is over.
  */
@@ -67,7 +68,7 @@ static int hs_read_fill(struct hs_session *s, u32 max, bool *stopped)
 	}
 	n = hs_ring_pop(&s->ring, s->bounce, max);
 	if (!n && state == HS_STOPPED)
-		n = hs_slots_drain(s, s->bounce, max);
+		n = hs_slots_drain(s, s->bounce, max) ?: hs_gso_drain(s, s->bounce, max);
 	mutex_unlock(&s->lock);
 	s->bounce_off = 0;
 	s->bounce_n = n;

@@ -6,15 +6,17 @@
  * consumes the merged one (skb:consume_skb) and hands the segments to the
  * driver next, in order (a busy driver has the qdisc requeue the rest, sent
  * first when it resumes, maybe from another CPU). So at the consume the
- * packet is queued; at t4 a skb without a slot of its own, of a queued
- * packet's flow and device, is that packet's next segment: the first stamps
- * t4 and emits the record, the others are counted out_segs. A merged skb
- * cut elsewhere (an MTU smaller than its segments: ip_finish_output_gso) is
- * followed the same way when its segments leave in order. A packet the
+ * packet is queued, its record taken out of its slot (the freed address may
+ * be the next packet's before the first segment leaves); at t4 a skb without
+ * a slot of its own, of a queued packet's flow and device, is that packet's
+ * next segment: the first stamps t4 and emits the record, the others are
+ * counted out_segs. A merged skb cut elsewhere (an MTU smaller than its
+ * segments: ip_finish_output_gso) is followed the same way when its
+ * segments leave in order. A packet the
  * output's MTU makes into IP fragments is known at t3 (POST_ROUTING, before
  * ip_fragment), with the count it will leave as: its fragments are told by
  * their IP id and addresses. Pieces nobody follows count as out_nometa and
- * their record ends in flight or evicted: counted, never lost.
+ * their record ends evicted or in flight: counted, never lost.
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -33,7 +35,17 @@ static struct hs_gso_wait *hs_gso_at(struct hs_gso_queue *q, u32 i)
 	return &q->w[(q->head + i) % HS_GSO_WAIT];
 }
 
-/* drop the head entries whose segments are all seen or let go */
+/* w's pieces will not come: a record it still holds leaves as evicted */
+static void hs_gso_let_go(struct hs_session *s, struct hs_gso_wait *w)
+{
+	w->left = 0;
+	if (w->held) {
+		w->held = false;
+		hs_record_emit(s, &w->r, HS_ST_EVICTED);
+	}
+}
+
+/* drop the head entries whose pieces are all seen or let go */
 static void hs_gso_trim(struct hs_gso_queue *q)
 {
 	while (q->n && !hs_gso_at(q, 0)->left) {
@@ -89,16 +101,16 @@ static bool hs_gso_match(const struct sk_buff *skb, const struct hs_gso_wait *w)
 }
 
 /* w's pieces are awaited, after the others' */
-static void hs_gso_wait_for(struct hs_gso_queue *q, struct hs_gso_wait *w)
+static void hs_gso_wait_for(struct hs_session *s, struct hs_gso_wait *w)
 {
+	struct hs_gso_queue *q = &s->gso;
 	unsigned long flags;
 
 	w->left = w->n;
 	spin_lock_irqsave(&q->lock, flags);
 	if (q->n == HS_GSO_WAIT) {
-		/* the oldest's pieces never came: its slot ends as in
-		 * flight or evicted */
-		hs_gso_at(q, 0)->left = 0;
+		/* the oldest's pieces never came */
+		hs_gso_let_go(s, hs_gso_at(q, 0));
 		hs_gso_trim(q);
 	}
 	*hs_gso_at(q, q->n) = *w;
@@ -113,7 +125,6 @@ void hs_probe_consume(void *data, struct sk_buff *skb)
 #endif
 {
 	struct hs_session *s = data;
-	struct hs_gso_queue *q = &s->gso;
 	struct hs_gso_wait w;
 	struct hs_bucket *b;
 	struct hs_slot *slot;
@@ -126,19 +137,23 @@ void hs_probe_consume(void *data, struct sk_buff *skb)
 	slot = hs_slot_find(s, skb, &b, &flags);
 	if (!slot)
 		return;
-	w.r = slot->r;
-	hs_slot_unlock(b, flags);	/* the queue's lock is never taken inside a bucket's */
-	if (!w.r.t[HS_T3] || !w.r.segs || skb->skb_iif != w.r.in_ifindex ||
-	    !skb->dev || dev_net(skb->dev) != READ_ONCE(s->net))
+	if (!slot->r.t[HS_T3] || !slot->r.segs || skb->skb_iif != slot->r.in_ifindex ||
+	    !skb->dev || dev_net(skb->dev) != READ_ONCE(s->net)) {
+		hs_slot_unlock(b, flags);
 		return;
-	w.skb = skb;
+	}
+	w.r = slot->r;
+	hs_slot_free(slot);
+	hs_slot_unlock(b, flags);	/* the queue's lock is never taken inside a bucket's */
+	w.held = true;
+	w.skb = NULL;
 	w.ifindex = skb->dev->ifindex;
 	w.n = w.r.segs;
 	w.seq_len = 0;
 	w.frag = false;
 	if (hs_tcp_seq(skb, w.r.proto, &w.seq_lo))
 		w.seq_len = skb->len - skb_transport_offset(skb) - tcp_hdrlen(skb);
-	hs_gso_wait_for(q, &w);
+	hs_gso_wait_for(s, &w);
 }
 
 /*
@@ -169,13 +184,14 @@ void hs_frag_expect(struct hs_session *s, struct sk_buff *skb)
 		return;
 	w.r = slot->r;
 	hs_slot_unlock(b, flags);
+	w.held = false;
 	w.skb = skb;
 	w.ifindex = skb->dev->ifindex;
 	w.n = DIV_ROUND_UP(skb->len - hlen, per);
 	w.ip_id = ip->id;
 	w.saddr = ip->saddr;
 	w.daddr = ip->daddr;
-	hs_gso_wait_for(&s->gso, &w);
+	hs_gso_wait_for(s, &w);
 }
 
 /*
@@ -212,27 +228,29 @@ bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
 			if (e->ifindex == w->ifindex && e->r.sport == w->r.sport &&
 			    e->r.dport == w->r.dport && !memcmp(e->r.saddr, w->r.saddr, 16) &&
 			    !memcmp(e->r.daddr, w->r.daddr, 16))
-				e->left = 0;
+				hs_gso_let_go(s, e);
 		}
 	if (!w) {
 		spin_unlock_irqrestore(&q->lock, irq);
 		return false;
 	}
-	if (w->left == w->n) {
+	if (w->held) {
+		/* the rest are counted as they come: no span here */
+		w->r.out_segs = w->n > 1 ? w->n : 0;
+		hs_record_out(s, &w->r, dev, now, traced);
+		w->held = false;
+		*seq = w->r.seq;
+	} else if (w->left == w->n) {
+		/* fragments: the packet's slot, kept by its skb until now */
 		struct hs_bucket *b;
 		struct hs_slot *slot;
 		unsigned long flags;
 
 		slot = hs_slot_find(s, w->skb, &b, &flags);
 		if (slot && slot->r.seq == w->r.seq) {
-			slot->r.t[HS_T4] = now;
-			slot->r.out_ifindex = dev->ifindex;
-			slot->r.cpu_out = raw_smp_processor_id();
-			/* the rest are counted as they come: no span here */
 			slot->r.out_segs = w->n > 1 ? w->n : 0;
-			if (traced)
-				hs_count(s, HS_C_OUT_PKTS);
-			hs_slot_emit(s, slot, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT);
+			hs_record_out(s, &slot->r, dev, now, traced);
+			hs_slot_free(slot);
 			*seq = w->r.seq;
 		} else {
 			/* another packet took the address and retired the slot */
@@ -247,4 +265,24 @@ bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
 	hs_gso_trim(q);
 	spin_unlock_irqrestore(&q->lock, irq);
 	return true;
+}
+
+/* after stop, no probe runs: hand over the records still waiting for their
+ * first segment, in flight */
+u32 hs_gso_drain(struct hs_session *s, struct hs_record *out, u32 max)
+{
+	struct hs_gso_queue *q = &s->gso;
+	u32 i, n = 0;
+
+	for (i = 0; i < q->n && n < max; i++) {
+		struct hs_gso_wait *w = hs_gso_at(q, i);
+
+		if (!w->held)
+			continue;
+		w->held = false;
+		out[n] = w->r;
+		out[n].status = HS_ST_INFLIGHT;
+		n++;
+	}
+	return n;
 }

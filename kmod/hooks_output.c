@@ -50,16 +50,9 @@ void hs_probe_xmit(void *data, const struct sk_buff *skb, const struct net_devic
 			hs_count(s, HS_C_OUT_NOMETA);
 		return;
 	}
-	slot->r.t[HS_T4] = now;
-	slot->r.out_ifindex = dev->ifindex;
-	slot->r.cpu_out = raw_smp_processor_id();
 	seq = slot->r.seq;
-	if (traced) {
-		hs_count(s, HS_C_OUT_PKTS);
-		hs_slot_emit(s, slot, HS_ST_COMPLETE);
-	} else {
-		hs_slot_emit(s, slot, HS_ST_OTHER_OUT);
-	}
+	hs_record_out(s, &slot->r, dev, now, traced);
+	hs_slot_free(slot);
 	hs_slot_unlock(b, flags);
 	/* after t4: in no delay, but what the probe costs the packet's sender */
 	if (hs_cost_sampled(seq))

@@ -56,15 +56,19 @@ struct hs_ring {
  */
 #define HS_GSO_WAIT 32
 struct hs_gso_wait {
-	const struct sk_buff *skb;	/* the merged skb's address: its slot's key */
+	const struct sk_buff *skb;	/* fragments: the packet's skb, its slot's key */
 	int ifindex;			/* output device */
 	u32 n;				/* its pieces */
 	u32 left;			/* pieces still to come; 0: let go */
 	u32 seq_lo, seq_len;		/* TCP: its payload's sequence numbers (0 long: not TCP) */
 	bool frag;			/* IP fragments: told by their IP id and addresses */
+	bool held;			/* r is the packet's record, its slot freed: to emit */
 	__be16 ip_id;
 	__be32 saddr, daddr;		/* as the fragments carry them (after NAT) */
-	struct hs_record r;		/* the slot's record at the consume: seq, flow, segs */
+	/* merged: the packet's record, taken from its slot at the consume
+	 * (the freed skb's address may soon be another packet's); fragments:
+	 * a copy of the slot's at t3 */
+	struct hs_record r;
 };
 
 struct hs_gso_queue {
@@ -178,6 +182,9 @@ struct hs_slot *hs_slot_find_fwd(struct hs_session *s, const struct sk_buff *skb
 struct hs_slot *hs_slot_new(struct hs_session *s, const struct sk_buff *skb, u64 now,
 			    struct hs_bucket **b, unsigned long *flags);
 u64 hs_slot_stamp(struct hs_session *s, const struct sk_buff *skb, enum hs_stage st, u64 now);
+void hs_record_emit(struct hs_session *s, struct hs_record *r, u8 status);
+void hs_record_out(struct hs_session *s, struct hs_record *r, const struct net_device *dev,
+		   u64 now, bool traced);
 void hs_slot_emit(struct hs_session *s, struct hs_slot *slot, u8 status);
 void hs_slot_free(struct hs_slot *slot);
 u32 hs_slots_drain(struct hs_session *s, struct hs_record *out, u32 max);
@@ -230,6 +237,7 @@ void hs_probe_consume(void *data, struct sk_buff *skb);
 bool hs_gso_xmit(struct hs_session *s, const struct sk_buff *skb,
 		 const struct net_device *dev, bool traced, u64 now, u64 *seq);
 void hs_frag_expect(struct hs_session *s, struct sk_buff *skb);
+u32 hs_gso_drain(struct hs_session *s, struct hs_record *out, u32 max);
 
 /* hooks_nf.c */
 int hs_nf_attach(struct hs_session *s);

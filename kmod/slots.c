@@ -48,21 +48,39 @@ void hs_slot_free(struct hs_slot *slot)
 	slot->head = NULL;
 }
 
-/* queue the slot's record with this status and free the slot */
-void hs_slot_emit(struct hs_session *s, struct hs_slot *slot, u8 status)
+/* queue a record with this status */
+void hs_record_emit(struct hs_session *s, struct hs_record *r, u8 status)
 {
-	bool t2 = slot->r.t[HS_T2], t3 = slot->r.t[HS_T3];
+	bool t2 = r->t[HS_T2], t3 = r->t[HS_T3];
 
 	/* the path by the stamps, as the eBPF t4 tells it (include/hopscope.h) */
-	slot->r.path = HS_PATH_STACK;
+	r->path = HS_PATH_STACK;
 	if (status == HS_ST_COMPLETE && t2 != t3) {
 		status = HS_ST_PARTIAL;
 	} else if (status == HS_ST_COMPLETE && !t2) {
-		slot->r.path = HS_PATH_NO_NF;
+		r->path = HS_PATH_NO_NF;
 		hs_count(s, HS_C_FAST);
 	}
-	slot->r.status = status;
-	hs_count_emitted(s, status, hs_ring_push(&s->ring, &slot->r));
+	r->status = status;
+	hs_count_emitted(s, status, hs_ring_push(&s->ring, r));
+}
+
+/* t4: the packet was handed to dev's driver; complete when dev is traced */
+void hs_record_out(struct hs_session *s, struct hs_record *r, const struct net_device *dev,
+		   u64 now, bool traced)
+{
+	r->t[HS_T4] = now;
+	r->out_ifindex = dev->ifindex;
+	r->cpu_out = raw_smp_processor_id();
+	if (traced)
+		hs_count(s, HS_C_OUT_PKTS);
+	hs_record_emit(s, r, traced ? HS_ST_COMPLETE : HS_ST_OTHER_OUT);
+}
+
+/* queue the slot's record with this status and free the slot */
+void hs_slot_emit(struct hs_session *s, struct hs_slot *slot, u8 status)
+{
+	hs_record_emit(s, &slot->r, status);
 	hs_slot_free(slot);
 }
 
