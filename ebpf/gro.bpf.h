@@ -76,6 +76,25 @@ HS_EXTERN struct {
 /* the inputs whose TCP is batched (--gro keep, GRO on), 0 after the last */
 HS_EXTERN volatile __u32 hs_gro_if[HS_MAX_IFACES] HS_ZERO;
 
+/*
+ * segs and daddr[3] (set at t1, never changed after) make one aligned
+ * 64-bit word: a join and t2 change segs through it, as BPF before cpu v3
+ * has fetching atomics of 64 bits only.
+ */
+_Static_assert(__builtin_offsetof(struct hs_record, segs) ==
+	       __builtin_offsetof(struct hs_record, daddr[3]) + 4 &&
+	       __builtin_offsetof(struct hs_record, daddr[3]) % 8 == 0, "segs's word");
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+#define HS_SEGS_SHIFT 32
+#else
+#define HS_SEGS_SHIFT 0
+#endif
+
+static __always_inline __u64 *hs_segs_word(struct hs_record *rec)
+{
+	return (__u64 *)&rec->daddr[3];
+}
+
 /* a TCP flow on an input, as a word */
 static __always_inline __u64 hs_gro_flow(const struct hs_pkt *p, __u32 ifindex)
 {
@@ -98,6 +117,7 @@ static __always_inline bool hs_gro_join(struct hs_gro_cpu *g, const struct hs_pk
 	__u32 at = bpf_get_smp_processor_id() << HS_GRO_LOG_SHIFT | (g->pos & (HS_GRO_LOG - 1));
 	__u64 *t1 = bpf_map_lookup_elem(&gro_t1, &at);
 	struct hs_record *rec;
+	__u64 w;
 
 	if (t1)
 		*t1 = now;
@@ -106,10 +126,15 @@ static __always_inline bool hs_gro_join(struct hs_gro_cpu *g, const struct hs_pk
 	    g->n >= HS_GRO_MAX_SEGS || g->bytes + p->ip_len > HS_GRO_MAX_BYTES)
 		goto start;
 	rec = hs_slot(g->seq);
-	/* still the batch's, and not yet at t2 (GRO has not let it go) */
-	if (!rec || HS_READ_ONCE(rec->seq) != g->seq || rec->t[HS_T2])
+	/* still the batch's, and not yet at t2 (GRO has not let it go); t2 may
+	 * run on another CPU (RPS) meanwhile: it closes segs as it reads it, so
+	 * a join either counts in what t2 reads or fails and starts a batch */
+	if (!rec || HS_READ_ONCE(rec->seq) != g->seq || HS_READ_ONCE(rec->t[HS_T2]))
 		goto start;
-	rec->segs++;
+	w = HS_READ_ONCE(*hs_segs_word(rec));
+	if ((w >> HS_SEGS_SHIFT) & HS_GRO_CLOSED ||
+	    __sync_val_compare_and_swap(hs_segs_word(rec), w, w + (1ull << HS_SEGS_SHIFT)) != w)
+		goto start;
 	g->n++;
 	g->bytes += p->ip_len;
 	g->last = now;
@@ -159,17 +184,23 @@ static __always_inline __u32 hs_skb_segs(const struct sk_buff *skb)
 static __always_inline void hs_gro_first(const struct sk_buff *skb, struct hs_record *rec,
 					 __u64 seq)
 {
-	__u32 n = rec->segs, k = hs_skb_segs(skb);
+	__u32 n, k = hs_skb_segs(skb);
 	struct hs_gro_split *s;
 
+	/* no packet joins the batch once t2 has read its count (hs_gro_join) */
+	n = rec->segs;
+	if (cfg_gro)
+		n = (__u32)(__sync_fetch_and_or(hs_segs_word(rec),
+						(__u64)HS_GRO_CLOSED << HS_SEGS_SHIFT) >>
+			    HS_SEGS_SHIFT) & ~HS_GRO_CLOSED;
 	if (n < 2) {
 		if (k > 1)
-			rec->segs = k;
+			rec->segs = k | (rec->segs & HS_GRO_CLOSED);
 		return;
 	}
 	if (k >= n)
 		return;
-	rec->segs = k;
+	rec->segs = k | HS_GRO_CLOSED;
 	s = hs_gro_split_of(seq);
 	if (!s)
 		return;

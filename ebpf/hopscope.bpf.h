@@ -268,6 +268,9 @@ HS_EXTERN const volatile __u64 cfg_flight_over[HS_NDELAYS] HS_ZERO;
 HS_EXTERN const volatile __u32 cfg_flight_reasons[HS_FLIGHT_REASONS] HS_ZERO;
 
 #define HS_READ_ONCE(x) (*(const volatile typeof(x) *)&(x))
+/* in a slot's segs from its t2 on, --gro keep: the batch is closed to
+ * joiners (gro.bpf.h); the record's segs leaves without it */
+#define HS_GRO_CLOSED (1u << 31)
 
 /* Bench-only builds (evaluation/bench/probe_cost.py: make BPF_BENCH=-D...),
  * each leaving one part of the work out to measure what it costs; 0 in the
@@ -739,8 +742,10 @@ static __always_inline struct hs_record *hs_emit_begin(struct hs_record *rec, __
 	/* the pieces' count of those handed over (pieces.bpf.h) is the slot's
 	 * alone; a packet lost after its first piece left did not leave */
 	out->reserved = 0;
-	/* --gro keep's slot counts segs from 1 and keeps a gro_t1 place in
-	 * drop_reason (gro.bpf.h); the record's segs is 0 for one packet */
+	/* --gro keep's slot counts segs from 1, closed at t2, and keeps a
+	 * gro_t1 place in drop_reason (gro.bpf.h); the record's segs is 0 for
+	 * one packet */
+	out->segs &= ~HS_GRO_CLOSED;
 	if (out->segs == 1)
 		out->segs = 0;
 	out->drop_reason = 0;

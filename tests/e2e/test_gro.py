@@ -16,7 +16,7 @@ import time
 import numpy as np
 import pytest
 
-from testlib import left_router
+from testlib import left_router, wait_for
 from livebed import P, RX4, ipv4_only, links, ns, recorder, stopped, tb  # noqa: F401
 
 BYTES = "2M"
@@ -38,6 +38,12 @@ def forwarded_skbs():
     return int(ip[1][ip[0].index("ForwDatagrams")])
 
 
+def closed(name):
+    """no TCP connection of name's is open or closing: the last packet of
+    each has crossed the router (TIME-WAIT comes after it)"""
+    return not ns(name, "ss", "-Htn", "state", "connected", "exclude", "time-wait").stdout.strip()
+
+
 def transfer(recorder, gro):
     """a TCP transfer from sender1 through the router, recorded with --gro;
     returns (df, counters, wire packets in at r-s1, out at r-rx, skbs forwarded)"""
@@ -50,6 +56,8 @@ def transfer(recorder, gro):
         r = ns("sender1", "iperf3", "-c", RX4, "-n", BYTES, "-M", "1400", check=False)
         assert r.returncode == 0, r.stdout + r.stderr
         server.wait(timeout=30)
+        # the last ACKs may still be on their way: count once they are out
+        assert wait_for(lambda: closed("sender1") and closed("receiver"), timeout=30)
     finally:
         server.kill()
     after = links()
@@ -73,7 +81,7 @@ def test_gro_keep_merges_and_every_segment_is_in_one_record(recorder, gro_in):
     assert int(df.segs.sum()) == c["xdp_pkts"] == wire_in, (df.segs.sum(), c, wire_in)
     assert c["gro_joined"] == wire_in - len(df) + c["gro_split"], c
     assert c["gro_lost"] == 0, c
-    assert skbs == len(df), (skbs, len(df))
+    assert skbs == len(df), (skbs, len(df), c, df.segs.value_counts().to_dict())
     # each record's t1 is its own first packet's: before its t2, never 0
     done = df[df.status == "complete"]
     assert (done.t1 > 0).all() and (done.t2 > done.t1).all() and (done.t4 > done.t3).all()
@@ -82,8 +90,11 @@ def test_gro_keep_merges_and_every_segment_is_in_one_record(recorder, gro_in):
     # the probe for) is counted by the recorder as unseen, never lost
     seen = c["out_pkts"] + c["out_segs"] + c["out_nometa"]
     tx = df.attrs["trailer"]["outputs_tx"]
-    assert wire_out == wire_in == tx["tx_packets"], (wire_out, wire_in, tx)
-    assert tx["seen_at_t4"] == seen and seen + tx["unseen"] == wire_out, (seen, tx, c)
+    # the driver sent or dropped what it was handed (a busy receiver's
+    # backlog full: veth drops after t4, and TCP sends the packet again)
+    handed = tx["tx_packets"] + tx["tx_dropped"]
+    assert wire_out == tx["tx_packets"] and wire_in == handed, (wire_out, wire_in, tx)
+    assert tx["seen_at_t4"] == seen and seen + tx["unseen"] == handed, (seen, tx, c)
     assert c["out_nometa"] == 0, c
     cut = df[(df.status == "complete") & (df.out_segs > 1)]
     assert len(cut) and c["left_in_pieces"] == len(cut), (len(cut), c)
