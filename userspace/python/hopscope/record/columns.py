@@ -79,6 +79,22 @@ class Columns:
             return np.column_stack(words).astype("<u4").view(np.uint8)
         return self._column(name, self.dtype[name], rows)
 
+    def into(self, name, out):
+        """A field's values written into out (of the chunk's length and the
+        record's type; not the address fields): one pass, no new array."""
+        v = self._cols[name]
+        if v is None:
+            out[...] = 0
+        elif name not in DELTA_STAGES:
+            np.copyto(out, v, casting="unsafe")
+        else:
+            t1 = self._cols["t1"]
+            if t1 is None:
+                np.copyto(out, v, casting="unsafe")
+            else:
+                np.add(t1.view("<i8"), v, out=out)
+            np.copyto(out, 0, where=v == UNSEEN)
+
     def _column(self, name, dtype, rows):
         v = self._cols[name]
         if v is None:

@@ -15,6 +15,7 @@ import pandas as pd
 from . import format as fmt
 from .format import DELAYS
 from . import calibration, hist, invariants, nat, sampling
+from .columns import Columns
 from .invariants import Rules, Tally
 from .probecost import check, delay_floors, floor_problems, stage_costs
 from .reader import RecordFile, RecordFileError, RecordFileWarning
@@ -270,9 +271,15 @@ class _Columns:
         in threads: each writes its own rows only."""
         bad_stage = 0
         tally = Tally()
-        # a file of an older layout lacks the newer fields: 0, as not seen
-        fields = {f: arr[f] if f in arr.dtype.names else np.zeros(len(arr), c.dtype)
-                  for f, c in self.copied.items()}
+        if isinstance(arr, Columns):
+            # the columns are the fields already: straight into their rows
+            fields = None
+            for f, c in self.copied.items():
+                arr.into(f, c[pos:pos + len(arr)])
+        else:
+            # a file of an older layout lacks the newer fields: 0, as not seen
+            fields = {f: arr[f] if f in arr.dtype.names else np.zeros(len(arr), c.dtype)
+                      for f, c in self.copied.items()}
         status_f, stage_f, path_f = arr["status"], arr["drop_stage"], arr["path"]
         zero = {t: np.empty(min(BLOCK, len(arr)), bool) for t in self.times}
         either = np.empty(min(BLOCK, len(arr)), bool)
@@ -281,8 +288,9 @@ class _Columns:
             hi = min(lo + BLOCK, len(arr))
             k, sl = hi - lo, slice(pos + lo, pos + hi)
             col = {f: c[sl] for f, c in self.copied.items()}
-            for f, c in col.items():
-                c[...] = fields[f][lo:hi]
+            if fields is not None:
+                for f, c in col.items():
+                    c[...] = fields[f][lo:hi]
             for t in self.times:
                 np.equal(col[t], 0, out=zero[t][:k])
             for name, later, earlier in self.delay_defs:

@@ -52,7 +52,9 @@ def summary(rf, flow, t3):
     """The file's NAT facts (df.attrs["nat"]): whether its backend recorded
     translations, and each translated flow with its records at t3."""
     got = translations(rf)
-    at_t3 = np.bincount(flow[(t3 != 0) & (flow < len(rf.flows))], minlength=len(rf.flows))
+    # a pass over every record, for files with translations only
+    at_t3 = np.bincount(flow[(t3 != 0) & (flow < len(rf.flows))],
+                        minlength=len(rf.flows)) if got else None
     # packets are final at the stop only: a file without END cannot tell
     final = rf.trailer is not None
     flows, unknown = [], 0
@@ -73,6 +75,13 @@ def columns(nat, flow, t3, nflows, known=()):
     src's and dst's, and then the translated ones), nat_sport, nat_dport
     (UInt16): each record's translated tuple, NA where it has none to tell"""
     n = len(flow)
+    if not any(not (f["changed"] or f["mixed"]) for f in nat["flows"]):
+        # nothing to tell (most files): every value NA, without a pass over the records
+        none = pd.Categorical.from_codes(np.full(n, -1, np.int8), list(dict.fromkeys(known)),
+                                         validate=False)
+        port = pd.arrays.IntegerArray(np.zeros(n, np.uint16), np.ones(n, bool))
+        return {"nat_src": none, "nat_dst": none.copy(), "nat_sport": port,
+                "nat_dport": port.copy()}
     src_code, dst_code = (np.full(nflows + 1, -1, np.int32) for _ in range(2))
     sport, dport = (np.zeros(nflows + 1, np.uint16) for _ in range(2))
     has_ports = np.zeros(nflows + 1, bool)
