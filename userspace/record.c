@@ -968,7 +968,9 @@ static void tick(struct run *run, struct opts *o, double t, double *last_flush)
 	hs_writer_hold(&run->w);
 	js = counters_json(run, &run->w, NULL);
 	snapshot(run, js, 0);
-	if (flush) {
+	/* while the disk is behind, the COUNTERS chunk waits for the next tick:
+	 * the drains are held meanwhile, and must not wait for the disk too */
+	if (flush && !hs_writer_backed_up(&run->w)) {
 		run->err = hs_writer_flush(&run->w, js);
 		*last_flush = t;
 	}

@@ -236,9 +236,9 @@ static void *io_main(void *arg)
 }
 
 /* one chunk to the I/O thread, which then owns payload; a RECORDS buffer
- * waits for room (HS_WRITE_QUEUE_CHUNKS) and counts in written */
+ * counts in written, and waits for room (HS_WRITE_QUEUE_CHUNKS) if wait */
 static int enqueue(struct hs_writer *w, uint32_t type, uint32_t count, void *payload,
-		   uint32_t bytes, bool is_buf)
+		   uint32_t bytes, bool is_buf, bool wait)
 {
 	struct hs_write_item *it = malloc(sizeof(*it));
 
@@ -247,7 +247,7 @@ static int enqueue(struct hs_writer *w, uint32_t type, uint32_t count, void *pay
 	*it = (struct hs_write_item){ .type = type, .count = count, .bytes = bytes,
 				      .payload = payload, .is_buf = is_buf };
 	pthread_mutex_lock(&w->mu);
-	while (is_buf && w->queued_bufs >= HS_WRITE_QUEUE_CHUNKS && !w->io_err)
+	while (wait && is_buf && w->queued_bufs >= HS_WRITE_QUEUE_CHUNKS && !w->io_err)
 		pthread_cond_wait(&w->done, &w->mu);
 	if (w->tail)
 		w->tail->next = it;
@@ -379,7 +379,7 @@ static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_
 	if (!copy)
 		return -ENOMEM;
 	memcpy(copy, items + *written, bytes);
-	if (enqueue(w, HS_CHUNK_FLOWS, n - *written, copy, bytes, false)) {
+	if (enqueue(w, HS_CHUNK_FLOWS, n - *written, copy, bytes, false, false)) {
 		free(copy);
 		return -ENOMEM;
 	}
@@ -393,7 +393,8 @@ static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_
  * queues every flow added so far first: a flow's FLOWS chunk always comes
  * before the records that name it.
  */
-static int write_pending(struct hs_lane *l)
+/* the lane's buffered records to the I/O thread; wait: for room first */
+static int write_pending(struct hs_lane *l, bool wait)
 {
 	struct hs_writer *w = l->w;
 	struct hs_flows *f = &w->flows;
@@ -413,7 +414,7 @@ static int write_pending(struct hs_lane *l)
 		return 0;
 	next = take_buffer(w);
 	if (!next || enqueue(w, HS_CHUNK_RECORDS, l->nbuf, l->buf, l->nbuf * sizeof(*l->buf),
-			     true)) {
+			     true, wait)) {
 		free(next);
 		return lane_fail(l, -ENOMEM);
 	}
@@ -469,7 +470,7 @@ int hs_lane_add(struct hs_lane *l, const struct hs_record *r)
 		pthread_mutex_unlock(&w->mu);
 		return err;
 	}
-	return l->nbuf == HS_CHUNK_RECORDS_MAX ? write_pending(l) : 0;
+	return l->nbuf == HS_CHUNK_RECORDS_MAX ? write_pending(l, true) : 0;
 }
 
 uint64_t hs_writer_complete(struct hs_writer *w)
@@ -548,26 +549,37 @@ int hs_writer_nat(struct hs_writer *w, const struct hs_tuple *from, const struct
 	return err;
 }
 
-static int write_all_pending(struct hs_writer *w)
+static int write_all_pending(struct hs_writer *w, bool wait)
 {
 	int err = 0;
 
 	for (int i = 0; i < w->nlanes; i++) {
-		int e = write_pending(&w->lane[i]);
+		int e = write_pending(&w->lane[i], wait);
 
 		err = err ?: e;
 	}
 	return err;
 }
 
+bool hs_writer_backed_up(struct hs_writer *w)
+{
+	bool full;
+
+	pthread_mutex_lock(&w->mu);
+	full = w->queued_bufs >= HS_WRITE_QUEUE_CHUNKS;
+	pthread_mutex_unlock(&w->mu);
+	return full;
+}
+
 int hs_writer_flush(struct hs_writer *w, const char *counters_json)
 {
-	int err = write_all_pending(w);
+	/* the lanes are held: none waits for the disk here */
+	int err = write_all_pending(w, false);
 	char *copy;
 
 	if (!err && counters_json) {
 		copy = strdup(counters_json);
-		if (!copy || enqueue(w, HS_CHUNK_COUNTERS, 0, copy, strlen(copy), false)) {
+		if (!copy || enqueue(w, HS_CHUNK_COUNTERS, 0, copy, strlen(copy), false, false)) {
 			free(copy);
 			err = lane_fail(&w->lane[0], -ENOMEM);
 		}
@@ -577,7 +589,7 @@ int hs_writer_flush(struct hs_writer *w, const char *counters_json)
 
 int hs_writer_sync(struct hs_writer *w)
 {
-	int err = write_all_pending(w);
+	int err = write_all_pending(w, true);
 
 	if (w->io_started) {
 		pthread_mutex_lock(&w->mu);

@@ -119,9 +119,14 @@ void hs_writer_merge_lanes(struct hs_writer *w);
 int hs_writer_nat(struct hs_writer *w, const struct hs_tuple *from, const struct hs_nat *n,
 		  bool final, bool add);
 /* hands every lane's buffered records, the flows, then a COUNTERS chunk with
- * json, to the I/O thread (a write error it met is returned here, or at the
- * next call). Lanes held or stopped. */
+ * json, to the I/O thread, without waiting for room: past
+ * HS_WRITE_QUEUE_CHUNKS by at most a buffer a lane when the caller flushes
+ * only while the queue is not backed up (a write error the I/O thread met
+ * is returned here, or at the next call). Lanes held or stopped. */
 int hs_writer_flush(struct hs_writer *w, const char *counters_json);
+/* the queue holds HS_WRITE_QUEUE_CHUNKS buffers or more: the disk is behind,
+ * and a lane's full buffer waits */
+bool hs_writer_backed_up(struct hs_writer *w);
 /* hands everything buffered over and waits until the I/O thread has written
  * it (or failed): written and not_stored are then final, for the END chunk.
  * The other lanes stopped. */

@@ -25,6 +25,7 @@ PROGRAM = r"""
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
+#include <unistd.h>
 #include "json.h"
 #include "columns.h"
 #include "writer.h"
@@ -307,6 +308,25 @@ int main(int argc, char **argv)
 		}
 		return hs_writer_sync(&w) || hs_writer_close(&w, counts("signal")) ? 1 : 0;
 	}
+	if (!strcmp(argv[1], "stall")) {	/* a disk that stops taking writes */
+		int p[2], backed, err;
+
+		if (pipe(p) || hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}", 1) ||
+		    dup2(p[1], w.fd) < 0)	/* a pipe no one reads: the I/O thread blocks */
+			return 1;
+		for (int i = 0; i < HS_WRITE_QUEUE_CHUNKS * HS_CHUNK_RECORDS_MAX + 100; i++)
+			if (add(i, HS_ST_COMPLETE))
+				return 1;
+		alarm(10);	/* a flush that waits for the disk never returns */
+		hs_writer_hold(&w);
+		backed = hs_writer_backed_up(&w);
+		err = hs_writer_flush(&w, counts(NULL));
+		hs_writer_release(&w);
+		alarm(0);
+		printf("%d %d\n", backed, err);
+		fflush(stdout);
+		_exit(0);	/* the I/O thread is still blocked */
+	}
 	if (!strcmp(argv[1], "open")) {	/* a file with n records, nothing else */
 		if (hs_writer_open(&w, argv[2], "{\"format\":\"hopscope-record\"}", 1))
 			return 1;
@@ -394,6 +414,14 @@ def test_the_writing_thread_shares_nothing_unguarded(harness_tsan, tmp_path, lim
     assert written + not_stored == received
     assert hopscope.RecordFile(tmp_path / "t.hsr").n_records == written
     assert (not_stored > 0) == (limit == 4 << 20), out.stdout
+
+
+def test_counters_never_wait_for_the_disk(harness, tmp_path):
+    """The 1-s tick holds every lane while it queues a COUNTERS chunk: with
+    the disk behind (the write queue full, its I/O thread blocked), the
+    queueing must not wait for room, or the drains stop with it."""
+    out = _run(harness, "stall", tmp_path / "s.hsr")
+    assert out.returncode == 0 and out.stdout.split() == ["1", "0"], out
 
 
 def test_output_over_a_file_being_read(harness, tmp_path):
