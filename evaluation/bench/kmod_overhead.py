@@ -40,14 +40,6 @@ USER_HZ = 100  # /proc/stat's unit
 SKIP = 77
 
 
-def host_cpu():
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return platform.processor()
-
-
 def snapshot(text):
     """uptime (s), r-rx tx_packets, and CPU0's, CPU1's busy ticks."""
     f = text.split()
@@ -173,7 +165,7 @@ def main():
     with open(console) as f:
         runs = [parse_run(line) for line in f if line.startswith("BENCH ")]
     res = {"date": time.strftime("%Y-%m-%d", time.gmtime()), "host": platform.release(),
-           "host_cpu": host_cpu(), "host_cpus": len(os.sched_getaffinity(0)), "host_load": load,
+           "host_cpu": benchlib.cpu()["model_name"], "host_cpus": len(os.sched_getaffinity(0)), "host_load": load,
            "guest_kernel": m.group(2),
            "qemu": "TCG thread=single, 2 vCPUs", "seconds": a.seconds, "size": a.size,
            "runs": runs}

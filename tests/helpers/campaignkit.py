@@ -4,7 +4,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 from hopscope.traffic.testbed import Testbed
 from testlib import namespaces
@@ -58,10 +57,3 @@ def our_processes():
     return found
 
 
-def wait_for(pred, timeout, step=0.2):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if pred():
-            return True
-        time.sleep(step)
-    return False

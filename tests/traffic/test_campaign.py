@@ -26,7 +26,8 @@ import hopscope
 from hopscope.record.dataset import PART, partition
 from hopscope.traffic.scenario.load import load_scenario
 from campaignkit import (PREFIX, ROOT, hopscope as cli, our_namespaces, our_processes,
-                               stop_group, take_testbed_down, wait_for)
+                               stop_group, take_testbed_down)
+from testlib import wait_for
 
 CI = os.path.join(ROOT, "traffic", "campaigns", "ci.toml")
 DOC = os.path.join(ROOT, "docs", "campaigns.md")
