@@ -35,6 +35,12 @@ size_t hs_columns_bound(uint32_t n)
 	return bytes;
 }
 
+/* the stage of column c, one of those after t1's: the stages but t1, in order */
+static int column_stage(int c)
+{
+	return c <= HS_T1 ? c - 1 : c;
+}
+
 /* the stages other than t1 as __s32 from it; false when one does not fit */
 static bool stages(const struct hs_record *r, uint32_t lo, uint32_t hi, uint8_t **col,
 		   uint64_t *any)
@@ -45,12 +51,11 @@ static bool stages(const struct hs_record *r, uint32_t lo, uint32_t hi, uint8_t 
 		t1[i] = r[i].t[HS_T1];
 		any[HS_COL_T1_AT] |= t1[i];
 	}
-	for (int s = 0, c = HS_COL_T1_AT + 1; s < HS_NSTAGES; s++) {
+	for (int c = HS_COL_T1_AT + 1; c < HS_COL_SEQ_AT; c++) {
 		int32_t *d = (int32_t *)col[c];
+		int s = column_stage(c);
 		uint64_t seen = 0;
 
-		if (s == HS_T1)
-			continue;
 		for (uint32_t i = lo; i < hi; i++) {
 			uint64_t t = r[i].t[s];
 			int64_t v = (int64_t)(t - t1[i]);
@@ -64,7 +69,7 @@ static bool stages(const struct hs_record *r, uint32_t lo, uint32_t hi, uint8_t 
 			d[i] = (int32_t)v;
 			seen = 1;
 		}
-		any[c++] |= seen;
+		any[c] |= seen;
 	}
 	return true;
 }
@@ -153,7 +158,7 @@ int hs_columns_decode(const void *payload, size_t bytes, uint32_t n, struct hs_r
 				if (c == HS_COL_T1_AT) {
 					memcpy(&out[i].t[HS_T1], col + 8 * i, 8);
 				} else if (c < HS_COL_SEQ_AT) {
-					int s = c <= HS_T1 ? c - 1 : c;	/* the stages but t1 */
+					int s = column_stage(c);
 					uint32_t d;
 
 					memcpy(&d, col + 4 * i, 4);

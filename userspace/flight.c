@@ -197,7 +197,7 @@ static int dump(struct hs_flight *f)
 	header = dump_header(f, k, at, took);
 	err = header ? hs_writer_open(&w, path, header, 1) : -ENOMEM;
 	for (size_t i = 0; !err && i < k; i++) {
-		hs_path_name(f->cfg, &sel[i].r);
+		sel[i].r.path = hs_path_of(f->cfg, &sel[i].r);
 		err = hs_writer_add(&w, &sel[i].r);
 	}
 	/* their flows' translations as the kernel has them now */

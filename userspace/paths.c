@@ -25,30 +25,31 @@ static const struct hs_iface *input_of(const struct hs_config *cfg, uint32_t ifi
 	return NULL;
 }
 
-void hs_path_name(const struct hs_config *cfg, struct hs_record *r)
+uint8_t hs_path_of(const struct hs_config *cfg, const struct hs_record *r)
 {
 	const struct hs_iface *in;
 	uint32_t f;
 
 	if (r->status != HS_ST_COMPLETE && r->status != HS_ST_PARTIAL)
-		return;
+		return r->path;
 	in = input_of(cfg, r->in_ifindex);
 	if (!in || !in->fast)
-		return;
+		return r->path;
 	f = in->fast;
 	if (r->path == HS_PATH_NO_NF) {
 		uint32_t fast = f & (HS_IFP_FLOWTABLE | HS_IFP_TC_FOREIGN);
 
 		if (fast == HS_IFP_FLOWTABLE)
-			r->path = HS_PATH_FLOWTABLE;
-		else if (fast == HS_IFP_TC_FOREIGN)
-			r->path = HS_PATH_TC_REDIRECT;
+			return HS_PATH_FLOWTABLE;
+		if (fast == HS_IFP_TC_FOREIGN)
+			return HS_PATH_TC_REDIRECT;
 	} else if (r->path == HS_PATH_STACK) {
 		bool br = f & (r->flags & HS_F_IPV6 ? HS_IFP_BR_NF6 : HS_IFP_BR_NF4);
 
 		if (br && !(f & HS_IFP_IFB))
-			r->path = HS_PATH_BRIDGE_NF;
-		else if (!br && (f & HS_IFP_IFB))
-			r->path = HS_PATH_IFB;
+			return HS_PATH_BRIDGE_NF;
+		if (!br && (f & HS_IFP_IFB))
+			return HS_PATH_IFB;
 	}
+	return r->path;
 }

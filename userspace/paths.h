@@ -5,9 +5,9 @@
 
 #include "backend.h"
 
-/* names r's path from what its input has (hs_iface.fast): a no_netfilter
+/* r's path named from what its input has (hs_iface.fast): a no_netfilter
  * packet's fast path, a stack packet's detour, when one mechanism there
- * explains it; otherwise leaves it as the kernel said */
-void hs_path_name(const struct hs_config *cfg, struct hs_record *r);
+ * explains it; otherwise the path the kernel said */
+uint8_t hs_path_of(const struct hs_config *cfg, const struct hs_record *r);
 
 #endif

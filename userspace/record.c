@@ -535,9 +535,13 @@ static void read_counters(struct run *run, int final)
 static int on_record(void *ctx, const struct hs_record *r)
 {
 	struct drain_thread *d = ctx;
-	struct hs_record named = *r;
+	uint8_t path = hs_path_of(d->run->cfg, r);
+	struct hs_record named;
 
-	hs_path_name(d->run->cfg, &named);
+	if (path == r->path)	/* most records: no copy */
+		return hs_lane_add(d->lane, r);
+	named = *r;
+	named.path = path;
 	return hs_lane_add(d->lane, &named);
 }
 
