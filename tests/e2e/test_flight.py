@@ -108,15 +108,19 @@ def test_dump_holds_the_slow_packets_and_only_the_last_n(tb, recorder, tmp_path)
     assert len(trig) == 1 and trig.d_oq.iloc[0] == d["delay_ns"], (d, trig)
     assert STEADY <= trig.sport.iloc[0] - BASE < STEADY + BURST + AFTER
     # the packets leave in the order sent (one FIFO): the dump is the N that
-    # left last before the freeze, one run of consecutive packets; the first
-    # steady packets, more than N before the end, are not in it
-    assert (idx == np.arange(idx[0], idx[0] + N)).all(), idx
+    # left last before the freeze, one run of consecutive packets but for
+    # those whose t4 probe the kernel skipped (no record at t4: in their slot
+    # at the stop, docs/troubleshooting.md); the first steady packets, more
+    # than N before the end, are not in it
+    run = hopscope.load(rec.out, strict=True)
+    unseen = set((run[run.status == "inflight"].sport.to_numpy(np.int64) - BASE).tolist())
+    want = [i for i in range(idx[0], idx[-1] + 1) if i not in unseen]
+    assert idx.tolist() == want and len(idx) == N, (idx, sorted(unseen))
     assert 0 < idx[0] < STEADY, idx[0]
     slow = df[df.d_oq > SLOW_NS]
     assert len(slow) >= 10 and (slow.sport - BASE >= STEADY).all(), slow.sport
     assert (df[idx < STEADY].d_oq < SLOW_NS).all()
     # the run's own file counts it, and describe names the dump
-    run = hopscope.load(rec.out, strict=True)
     f = run.attrs["trailer"]["flight"]
     assert f["dumps"] == 1 and f["triggers"] >= len(slow) and f["dumps_skipped"] == 0, f
     c, u = run.attrs["trailer"]["counters"], run.attrs["trailer"]["userspace"]
