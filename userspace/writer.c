@@ -391,9 +391,8 @@ static int write_flows(struct hs_writer *w, const struct hs_flow *items, uint32_
  * The flows not yet in the file, then the lane's records. A record names
  * only flows added before it, and whichever lane hands chunks over next
  * queues every flow added so far first: a flow's FLOWS chunk always comes
- * before the records that name it.
+ * before the records that name it. wait: for room in the queue first.
  */
-/* the lane's buffered records to the I/O thread; wait: for room first */
 static int write_pending(struct hs_lane *l, bool wait)
 {
 	struct hs_writer *w = l->w;
