@@ -12,10 +12,10 @@
  * next segment: the first stamps t4 and emits the record, the others are
  * counted out_segs. A merged skb cut elsewhere (an MTU smaller than its
  * segments: ip_finish_output_gso) is followed the same way when its
- * segments leave in order. A packet the
- * output's MTU makes into IP fragments is known at t3 (POST_ROUTING, before
- * ip_fragment), with the count it will leave as: its fragments are told by
- * their IP id and addresses. Pieces nobody follows count as out_nometa and
+ * segments leave in order. A packet the output's MTU makes into IP
+ * fragments is known at t3 (POST_ROUTING, before ip_fragment), with the
+ * count it will leave as: its fragments are told by their IP id and
+ * addresses. Pieces nobody follows count as out_nometa and
  * their record ends evicted or in flight: counted, never lost.
  */
 #include <linux/ip.h>

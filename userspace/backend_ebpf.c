@@ -761,15 +761,8 @@ static int ebpf_cost(struct hs_backend *b, struct hs_cost *out)
 			return errno ? -errno : -EIO;
 		for (int c = 0; c < e->ncpu; c++) {
 			const struct hs_cost *v = &e->percpu_cost[c];
-			uint64_t n = v->over;
 
-			/* a probe may be adding a sample on that CPU while it is
-			 * read: n is what the histogram holds, so that the chunk
-			 * counts its own samples (the one in flight shows at the
-			 * next read) */
-			for (int i = 0; i < HS_COST_BUCKETS; i++)
-				n += v->hist[i];
-			out[s].n += n;
+			out[s].n += v->n;
 			out[s].sum_ns += v->sum_ns;
 			out[s].sum_sq += v->sum_sq;
 			out[s].over += v->over;

@@ -313,7 +313,10 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_free(&cmd);
 }
 
-/* the stages with samples; a histogram without its trailing empty buckets */
+/* the stages with samples; a histogram without its trailing empty buckets.
+ * n is what the histogram and its overflow hold: a probe may be adding a
+ * sample while the cost is read, and the chunk counts its own samples (the
+ * one in flight shows at the next read) */
 static void cost_json(struct js *j, const struct hs_cost *cost)
 {
 	js_open(j, "probe_cost", '{');
@@ -326,13 +329,16 @@ static void cost_json(struct js *j, const struct hs_cost *cost)
 	for (int s = 0; s < HS_NSTAGES; s++) {
 		const struct hs_cost *c = &cost[s];
 		int last = HS_COST_BUCKETS;
+		uint64_t n = c->over;
 
-		if (!c->n)
+		for (int i = 0; i < HS_COST_BUCKETS; i++)
+			n += c->hist[i];
+		if (!n)
 			continue;
 		while (last > 0 && !c->hist[last - 1])
 			last--;
 		js_open(j, hs_stage_names[s], '{');
-		js_u64(j, "n", c->n);
+		js_u64(j, "n", n);
 		js_u64(j, "sum_ns", c->sum_ns);
 		js_u64(j, "sum_sq", c->sum_sq);
 		js_u64(j, "max_ns", c->max_ns);

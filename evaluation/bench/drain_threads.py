@@ -173,15 +173,16 @@ def main():
         raise SystemExit("evaluation/bench/drain_threads.py: needs two CPUs or more")
     benchlib.preflight("drain_threads", ("iperf3",))
     env = dict(os.environ, HS_PREFIX=PREFIX)
-    subprocess.run([TESTBED, "up", "--mode", "rps", "--sink"], check=True, env=env,
-                   stdout=subprocess.DEVNULL)
-    server = None
     res = {"machine": benchlib.machine(), "cpus": CPUS, "payload": a.payload, "seconds": a.seconds, "streams": STREAMS,
            "rounds": []}
-    try:
+    server = []
+
+    def body():
+        subprocess.run([TESTBED, "up", "--mode", "rps", "--sink"], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
         spread_rps()
-        server = subprocess.Popen(ns("receiver") + ["iperf3", "-s"], stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        server.append(subprocess.Popen(ns("receiver") + ["iperf3", "-s"], stdout=subprocess.DEVNULL,
+                                       stderr=subprocess.DEVNULL))
         time.sleep(0.5)
         with tempfile.TemporaryDirectory() as tmp:
             for i in range(a.rounds):
@@ -190,11 +191,14 @@ def main():
                 res["rounds"].append(rnd)
                 print(f"round {i + 1}/{a.rounds}: " + "  ".join(
                     f"{c} {rnd[c]['pps'] / 1e3:.0f} kpps" for c in CONFIGS), flush=True)
-    finally:
-        if server:
-            server.terminate()
-            server.wait()
+
+    def cleanup():
+        for p in server:
+            p.terminate()
+            p.wait()
         subprocess.run([TESTBED, "down"], env=env, stdout=subprocess.DEVNULL)
+
+    benchlib.measure("drain_threads", body, cleanup)
     res["summary"] = summarise(res["rounds"])
     benchlib.finish(res, a.output, report)
 
