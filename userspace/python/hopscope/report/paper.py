@@ -2,11 +2,12 @@
 
 Reads the finished runs of campaigns of traffic/paper/ (Type1-3, Tables
 I-III; any campaign whose conditions have the same kinds of traffic), checks
-each claim of the paper's Sec. IV-D and IV-E (analysis.paper_claims: the
+each claim of the paper's Secs. III to V (analysis.paper_claims: the
 statistic, the tolerance fixed before looking, the measured value and a
 verdict) and redraws Figs. 4-12:
 
     DIR/paper.md      the claims, every item each was judged on, the figures
+    DIR/paper.json    the same claims and items as numbers (statistic, interval)
     DIR/paper.pdf     the claims and the figures
     DIR/figNN.png     Figs. 4-12, for the Markdown
 
@@ -22,6 +23,7 @@ import numpy as np
 from matplotlib.backends.backend_pdf import PdfPages
 
 from ..analysis import paper_claims as pc
+from ..analysis import paper_facts as pf
 from ..analysis.hist import Histogram
 from ..files import atomic
 from ..record.load import load
@@ -41,18 +43,18 @@ class PaperError(Exception):
 # ---- reading campaigns ----
 
 def read_campaigns(dirs, log=None):
-    """[paper_claims.Condition] of the finished runs in the campaign folders."""
+    """[paper_facts.Condition] of the finished runs in the campaign folders."""
     conditions = {}
     for d in dirs:
         runs = _campaign_runs(d)
         for name, rep, meta, hsr in runs:
             senders = _senders(meta, hsr)
             key = name if conditions.get(name, (d,))[0] == d else f"{os.path.basename(d)}/{name}"
-            c = conditions.setdefault(key, (d, pc.Condition(key, senders)))[1]
+            c = conditions.setdefault(key, (d, pf.Condition(key, senders)))[1]
             if c.senders != senders:
                 raise PaperError(f"{hsr}: condition {name!r} has other senders than its "
                                  "other repetitions")
-            c.runs.append(pc.run_facts(load(hsr)))
+            c.runs.append(pf.run_facts(load(hsr), meta.get("counts")))
         if log:
             print(f"{d}: {len(runs)} finished runs", file=log)
     return [c for _, c in conditions.values()]
@@ -93,7 +95,7 @@ def _campaign_runs(d):
 def _senders(meta, where):
     try:
         senders = meta["condition"]["senders"]
-        return [pc.Traffic.of(senders[k]) for k in sorted(senders)]
+        return [pf.Traffic.of(senders[k]) for k in sorted(senders)]
     except (KeyError, TypeError, ValueError, AttributeError) as e:
         raise PaperError(f"{where}: its run's metadata.json does not describe the "
                          f"senders ({type(e).__name__}: {e})") from None
@@ -132,7 +134,7 @@ def figure_condition(conditions, set_name, wanted):
     def distance(c):
         return sum(abs(s.rate - rate) / rate for s, (_, _, rate) in zip(c.senders, wanted)
                    if rate)
-    return min(filter(matches, pc.of_set(conditions, set_name)), key=distance, default=None)
+    return min(filter(matches, pf.of_set(conditions, set_name)), key=distance, default=None)
 
 
 def pooled_histogram(facts):
@@ -144,31 +146,31 @@ def pooled_histogram(facts):
     counts = np.zeros(max(f.first_bin + len(f.counts) for f in facts) - lo, np.int64)
     for f in facts:
         counts[f.first_bin - lo:f.first_bin - lo + len(f.counts)] += f.counts
-    edges = (lo + np.arange(len(counts) + 1)) * float(pc.BIN_NS)
+    edges = (lo + np.arange(len(counts) + 1)) * float(pf.BIN_NS)
     overflow = sum(f.overflow for f in facts)
     return Histogram(edges, counts / counts.sum(), int(counts.sum()) + overflow, overflow)
 
 
 def _draw_delays(f, c):
-    groups = [(pc.ALL, "")] if len(c.senders) == 1 else [
+    groups = [(pf.ALL, "")] if len(c.senders) == 1 else [
         (s.tos, figures.tos_label(s.tos)) for s in c.senders]
     axes = f.subplots(len(groups), 3, squeeze=False)
     letters = iter("abcdef")
     for row, (group, label) in zip(axes, groups):
-        for ax, stage in zip(row, pc.DELAYS):
+        for ax, stage in zip(row, pf.DELAYS):
             figures.histogram(ax, pooled_histogram([r.delay(group, stage) for r in c.runs]))
             ax.set_title(f"({next(letters)}) {label} {STAGE_TITLES[stage]}".replace("  ", " "))
 
 
 def _draw_queues_coffee(f, c):
     axes = f.subplots(1, 3)
-    for ax, queue in zip(axes, pc.QUEUES):
+    for ax, queue in zip(axes, pf.QUEUES):
         sizes = max((len(r.queues[queue][0]) for r in c.runs), default=0)
         mean = np.zeros(sizes)
         for r in c.runs:
             mean[:len(r.queues[queue][1])] += r.queues[queue][1] / len(c.runs)
         figures.queue_hist(ax, np.arange(sizes), mean, queue)
-        ax.set_title(f"({'ab'[pc.QUEUES.index(queue)]}) {queue} queue size (time-weighted)")
+        ax.set_title(f"({'ab'[pf.QUEUES.index(queue)]}) {queue} queue size (time-weighted)")
     figures.counts_hist(axes[2], np.concatenate([r.interoccurrence for r in c.runs]),
                         "interoccurrence")
     axes[2].set_xlabel("packets between breaks (≥ one arrival gap)")
@@ -186,7 +188,7 @@ def draw_figures(conditions, outdir, pdf):
             path = os.path.join(outdir, f"fig{number:02d}.png")
             f = plt.figure(figsize=PAGE, layout="constrained")
             (_draw_queues_coffee if number == 7 else _draw_delays)(f, c)
-            bins = "" if number == 7 else f", {pc.BIN_NS} ns bins"
+            bins = "" if number == 7 else f", {pf.BIN_NS} ns bins"
             f.suptitle(f"Fig. {number} redrawn — {what}\n{c.name} "
                        f"({'; '.join(s.describe() for s in c.senders)}), {len(c.runs)} "
                        f"repetitions pooled{bins}")
@@ -201,7 +203,7 @@ def draw_figures(conditions, outdir, pdf):
 # ---- the report ----
 
 def markdown(conditions, outcomes, drawn, dirs):
-    out = ["# Reproduction of Angrisani et al. (IEEE TIM 2006), Sec. IV-D and IV-E", "",
+    out = ["# Reproduction of Angrisani et al. (IEEE TIM 2006), Secs. III to V", "",
            "Written by `hopscope paper` from the campaigns " +
            ", ".join(f"`{d}`" for d in dirs) + ". Method, statistics and tolerances: "
            "evaluation/paper/README.md; the tolerances are fixed in "
@@ -210,7 +212,7 @@ def markdown(conditions, outcomes, drawn, dirs):
     for c in sorted(conditions, key=lambda c: (str(c.set), c.name)):
         out.append(_row(c.set or "not a paper set", c.name,
                         "; ".join(s.describe() for s in c.senders), len(c.runs),
-                        pc.arrivals([c])))
+                        pf.arrivals([c])))
     out += ["", "## Claims", "", "| claim | paper | statistic | tolerance | arrival | measured "
             "| verdict |", "|---|---|---|---|---|---|---|"]
     for claim, o in outcomes:
@@ -219,6 +221,9 @@ def markdown(conditions, outcomes, drawn, dirs):
     for claim, o in outcomes:
         out += ["", f"### {claim.id}: {claim.text}", "", f"Verdict: **{o.verdict}** "
                 f"({o.measured}).", ""]
+        if o.excluded:
+            out += ["Left out, not a working router: " + "; ".join(
+                f"{name} ({why})" for name, why in o.excluded) + ".", ""]
         if o.items:
             out += ["| item | measured | verdict |", "|---|---|---|"]
             out += [_row(i.where, i.value, i.verdict) for i in o.items]
@@ -241,8 +246,12 @@ def _text_lines(conditions, outcomes, dirs):
              "every item of every claim is in paper.md.", ""]
     for claim, o in outcomes:
         lines += [f"{claim.id} ({claim.section}) {claim.text}: {o.verdict.upper()}"]
+        left_out = "; ".join(f"{name} ({why})" for name, why in o.excluded)
         for label, text in (("statistic", claim.statistic), ("tolerance", claim.tolerance),
-                            ("arrival", o.arrival), ("measured", o.measured)):
+                            ("arrival", o.arrival), ("measured", o.measured),
+                            ("left out", left_out)):
+            if not text:
+                continue
             lines += textwrap.wrap(f"{label}: {text}", 130, initial_indent="    ",
                                    subsequent_indent="        ")
         lines.append("")
@@ -251,7 +260,7 @@ def _text_lines(conditions, outcomes, dirs):
 
 def claim_pages(pdf, conditions, outcomes, dirs):
     lines = _text_lines(conditions, outcomes, dirs)
-    title = "hopscope paper — the claims of Sec. IV-D and IV-E"
+    title = "hopscope paper — the claims of Secs. III to V"
     for start in range(0, len(lines), LINES_PER_PAGE):
         f = plt.figure(figsize=PAGE)
         f.text(0.04, 0.96, title if not start else title + " (continued)", fontsize=13,
@@ -277,7 +286,30 @@ def write(dirs, outdir, log=None):
         pdf.infodict()["Title"] = "hopscope paper: reproduction of Angrisani et al. 2006"
     with atomic(md) as tmp, open(tmp, "w") as f:
         f.write(markdown(conditions, outcomes, drawn, dirs) + "\n")
-    return outcomes, [md, pdf_path] + [p for _, _, p, _ in drawn if p]
+    js = os.path.join(outdir, "paper.json")
+    with atomic(js) as tmp, open(tmp, "w") as f:
+        json.dump(as_json(conditions, outcomes, dirs), f, indent=1)
+        f.write("\n")
+    return outcomes, [md, pdf_path, js] + [p for _, _, p, _ in drawn if p]
+
+
+def as_json(conditions, outcomes, dirs):
+    """The report's claims and items as numbers: what a document citing it reads."""
+    def num(x):
+        return float(x) if x is not None and np.isfinite(x) else None
+    return {
+        "format": "hopscope-paper/1", "campaigns": list(dirs),
+        "conditions": [{"name": c.name, "set": c.set, "repetitions": len(c.runs),
+                        "senders": [s.describe() for s in c.senders],
+                        "arrival": pf.arrivals([c])} for c in conditions],
+        "claims": [{"id": claim.id, "section": claim.section, "text": claim.text,
+                    "statistic": claim.statistic, "tolerance": claim.tolerance,
+                    "verdict": o.verdict, "measured": o.measured, "arrival": o.arrival,
+                    "excluded": [{"condition": n, "why": w} for n, w in o.excluded],
+                    "items": [{"where": i.where, "value": i.value, "verdict": i.verdict,
+                               "statistic": num(i.median), "low": num(i.low),
+                               "high": num(i.high)} for i in o.items]}
+                   for claim, o in outcomes]}
 
 
 # ---- `hopscope paper` ----
@@ -286,11 +318,14 @@ def add_arguments(p):
     p.add_argument("campaigns", nargs="+", metavar="CAMPAIGN_DIR",
                    help="campaign folders (hopscope campaign -o) of traffic/paper/ scenarios")
     p.add_argument("-o", "--output", required=True, metavar="DIR",
-                   help="folder for paper.md, paper.pdf and the figures")
-    p.epilog = ("Each claim of the paper's Sec. IV-D and IV-E gets its statistic, the\n"
-                "tolerance fixed before looking, the measured value and a verdict: holds,\n"
-                "does not hold, or cannot tell (conditions or repetitions missing, or the\n"
-                "repetitions on both sides of the tolerance). Figs. 4-12 are redrawn.\n\n"
+                   help="folder for paper.md, paper.json, paper.pdf and the figures")
+    p.epilog = ("Each claim of the paper's Secs. III to V gets its statistic, the\n"
+                "tolerance fixed before looking, the measured value with its 95 %\n"
+                "bootstrap interval over the repetitions, and a verdict: holds, does not\n"
+                "hold, or cannot tell (conditions or repetitions missing, or the interval\n"
+                "on both sides of the tolerance). Comparisons that assume a working\n"
+                "router leave out lossy or overloaded conditions and name them.\n"
+                "Figs. 4-12 are redrawn.\n\n"
                 "example:\n"
                 "  hopscope paper results/type1 results/type2 results/type3 results/table1 \\\n"
                 "      results/table2 results/table3 -o results/paper")
@@ -306,6 +341,6 @@ def run(args, parser):
         return 1
     for claim, o in outcomes:
         print(f"{claim.id:4} {o.verdict:14} {claim.text}")
-    print(f"{args.output}: {', '.join(os.path.basename(p) for p in paths[:2])} and "
-          f"{len(paths) - 2} figures")
+    print(f"{args.output}: {', '.join(os.path.basename(p) for p in paths[:3])} and "
+          f"{len(paths) - 3} figures")
     return 0
