@@ -543,6 +543,9 @@ GAUSSIAN_TOML = '{ dist = "normal", mean = 600, std = 200 }'
 PARETO_GAPS = '{ dist = "pareto", shape = 1.5 }'
 
 
+SENT = 3960  # of each run, the generators' count: 99 % of one sender's 4000 asked
+
+
 def campaign(root, name, conditions, sender2=False):
     """A campaign folder as `hopscope campaign` leaves it. conditions: (name,
     its senders' TOML, plants: one finished run each)."""
@@ -560,7 +563,7 @@ def campaign(root, name, conditions, sender2=False):
             (run / "metadata.json").write_text(json.dumps({"campaign": {
                 "finished": True, "condition_name": cond, "repetition": k,
                 "condition": parsed[cond].to_dict(),
-                "counts": {"sent": N, "received": N}}}))
+                "counts": {"sent": SENT, "received": SENT}}}))
     return d
 
 
@@ -607,10 +610,12 @@ def test_paper_writes_markdown_pdf_and_figures(campaigns, tmp_path):
     for claim in pc.CLAIMS:
         assert f"**{claim.id}**" in md and claim.tolerance.replace("|", "\\|") in md
     # which set each condition is comes from its senders, not the folder's name
-    for line in ("| Type1 | 550B | 550 B, constant gaps, 14000 pps | 2 | t1 |",
-                 "| Type2 | gaussian | normal size, constant gaps, 14000 pps | 2 | t1 |",
+    # sent: 3960 of 4000 asked alone, of 8000 with two senders
+    for line in ("| Type1 | 550B | 550 B, constant gaps, 14000 pps | 2 | t1 | 99.0% | — / 0.45 |",
+                 "| Type2 | gaussian | normal size, constant gaps, 14000 pps | 2 | t1 | 99.0% "
+                 "| — / 0.50 |",
                  "| Table III | s1-550B_s2-pareto | 550 B, constant gaps, 9800 pps; "
-                 "550 B, pareto gaps, 6000 pps | 2 | t1 |"):
+                 "550 B, pareto gaps, 6000 pps | 2 | t1 | 49.5% | — / 0.50 |"):
         assert line in md
     # the verdicts the plants decide, as printed and in the Markdown's table
     assert re.search(r"^D1c\s+holds ", r.stdout, re.M)
@@ -627,6 +632,8 @@ def test_paper_writes_markdown_pdf_and_figures(campaigns, tmp_path):
             assert "| " + " | ".join(x.replace("|", "\\|") for x in cells) + " |" in md
     (lossless,) = [c for c in js["claims"] if c["id"] == "C"]
     assert lossless["verdict"] == "holds" and lossless["items"][0]["statistic"] == 0
+    (table3,) = [c for c in js["conditions"] if c["name"] == "s1-550B_s2-pareto"]
+    assert table3["sent_of_asked"] == [0.495, 0.495] and table3["not_working"] is None
     for number in range(4, 13):
         assert (out / f"fig{number:02d}.png").exists()
         assert f"![Fig. {number}: " in md

@@ -237,13 +237,16 @@ class Traffic:
     rate: float
     cpu: object = "sender"   # where its generator ran: a testbed role or a CPU number
     generator: str = ""
+    asked: float = None      # packets: its count, or rate x duration; None where unknown
 
     @classmethod
     def of(cls, sender):
         """From a sender of a campaign run's condition (metadata.json)."""
+        rate, count, duration = float(sender["rate"]), sender.get("count"), sender.get("duration")
         return cls(int(sender["tos"]), tuple(sorted(sender["size"].items())),
-                   sender["gaps"]["dist"], float(sender["rate"]), sender.get("cpu", "sender"),
-                   sender.get("generator", ""))
+                   sender["gaps"]["dist"], rate, sender.get("cpu", "sender"),
+                   sender.get("generator", ""),
+                   float(count) if count else rate * duration if duration else None)
 
     @property
     def size_dist(self):
@@ -294,6 +297,13 @@ class Condition:
         if len(types) == 2 and types[0] == "Type1" and types[1]:
             return COMPETITIVE_SETS[SOLO_SETS.index(types[1])]
         return None
+
+
+def sent_of_asked(c):
+    """Each run's packets sent over those its senders were asked for; NaN
+    where either is unknown."""
+    asked = sum(s.asked for s in c.senders) if all(s.asked for s in c.senders) else None
+    return [r.sent / asked if asked and r.sent is not None else np.nan for r in c.runs]
 
 
 def of_set(conditions, *sets):

@@ -24,6 +24,7 @@ from matplotlib.backends.backend_pdf import PdfPages
 
 from ..analysis import paper_claims as pc
 from ..analysis import paper_facts as pf
+from ..analysis.paper_verdict import spread_text
 from ..analysis.hist import Histogram
 from ..files import atomic
 from ..record.load import load
@@ -208,11 +209,16 @@ def markdown(conditions, outcomes, drawn, dirs):
            ", ".join(f"`{d}`" for d in dirs) + ". Method, statistics and tolerances: "
            "evaluation/paper/README.md; the tolerances are fixed in "
            "hopscope/analysis/paper_claims.py.", "", "## Conditions", "",
-           "| set | condition | senders | repetitions | arrival |", "|---|---|---|---|---|"]
+           "Sent: the packets the generators sent over those asked, per repetition. "
+           "d_iq: the median from t0, which holds the router CPU's wake-up on a veth "
+           "testbed, and from t1, after the backlog.", "",
+           "| set | condition | senders | repetitions | arrival | sent | d_iq p50 from t0 "
+           "/ t1, µs |", "|---|---|---|---|---|---|---|"]
     for c in sorted(conditions, key=lambda c: (str(c.set), c.name)):
         out.append(_row(c.set or "not a paper set", c.name,
                         "; ".join(s.describe() for s in c.senders), len(c.runs),
-                        pf.arrivals([c])))
+                        pf.arrivals([c]), spread_text(pf.sent_of_asked(c), "{:.1%}"),
+                        _d_iq_text(c)))
     out += ["", "## Claims", "", "| claim | paper | statistic | tolerance | arrival | measured "
             "| verdict |", "|---|---|---|---|---|---|---|"]
     for claim, o in outcomes:
@@ -233,6 +239,15 @@ def markdown(conditions, outcomes, drawn, dirs):
                    f"Fig. {number} ({what}): no such condition in the campaigns.")
         out.append("")
     return "\n".join(out)
+
+
+def _d_iq_text(c):
+    """Median d_iq from the arrival, and from t1 where the arrival was t0."""
+    def p50(stage):
+        return spread_text([r.delay(pf.ALL, stage).p50 / 1000 for r in c.runs], "{:.2f}")
+    if c.runs and all(r.arrival == "t0" for r in c.runs):
+        return f"{p50('d_iq')} / {p50(pf.D_IQ_T1)}"
+    return f"— / {p50('d_iq')}"
 
 
 def _row(*cells):
@@ -301,7 +316,9 @@ def as_json(conditions, outcomes, dirs):
         "format": "hopscope-paper/1", "campaigns": list(dirs),
         "conditions": [{"name": c.name, "set": c.set, "repetitions": len(c.runs),
                         "senders": [s.describe() for s in c.senders],
-                        "arrival": pf.arrivals([c])} for c in conditions],
+                        "arrival": pf.arrivals([c]),
+                        "sent_of_asked": [num(x) for x in pf.sent_of_asked(c)],
+                        "not_working": pc.not_working(c)} for c in conditions],
         "claims": [{"id": claim.id, "section": claim.section, "text": claim.text,
                     "statistic": claim.statistic, "tolerance": claim.tolerance,
                     "verdict": o.verdict, "measured": o.measured, "arrival": o.arrival,
