@@ -337,7 +337,8 @@ def more_breaks_with_two_senders(conditions):
     """Coffee breaks a second, at the solo run's shortest idle-floor
     threshold (the least one judged), against sender1's traffic alone."""
     def each(c, ref):
-        least = [x for r in ref.runs for name, x, _ in r.coffee if name.startswith("idle floor")]
+        least = [min(floors) for r in ref.runs
+                 if (floors := [x for name, x, _ in r.coffee if name.startswith("idle floor")])]
         if not least:
             return [Item(f"{c.name} vs {ref.name}", "no idle floor in the solo runs", UNKNOWN)]
         t = float(np.median(least))
@@ -391,9 +392,13 @@ def d_p_grows(conditions):
     items, excluded = _per_sender(conditions, _d_p_growth)
     out = every(items, "working Table I-III conditions", excluded)
     # the paper speaks of both at once: how many senders show both
-    both = [(a.verdict, b.verdict) for a, b in zip(items[::2], items[1::2])
-            if " d_p mean " in a.where and " d_p spread " in b.where]
-    out.measured += (f"; both rise for {sum(v == (HOLDS, HOLDS) for v in both)} of "
+    by = {}
+    for i in items:
+        for what in ("mean", "spread"):
+            if f" d_p {what} " in i.where:
+                by.setdefault(i.where.replace(f" d_p {what} ", " "), {})[what] = i.verdict
+    both = [v for v in by.values() if len(v) == 2]
+    out.measured += (f"; both rise for {sum(set(v.values()) == {HOLDS} for v in both)} of "
                      f"{len(both)} senders")
     return out
 
