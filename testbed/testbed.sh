@@ -76,12 +76,19 @@ Options for up:
         inline  no RPS: forwarding runs on the sending CPU, as veth does by default
         napi    threaded NAPI on r-s1 and r-s2, its threads pinned to the last CPU
                 at SCHED_FIFO: the high-rate alternative (queue = veth's ring)
-  --shape none|tbf:RATE[:LIMIT][:ethernet]|htb:RATE[:LIMIT][:ethernet]
+  --shape none|tbf:RATE[:LIMIT][:ethernet][:frame]|htb:RATE[:LIMIT][:ethernet][:frame]
                 qdisc on the router's output r-rx (default none: veth's noqueue,
                 so no output queue forms). RATE as tc writes it (20mbit, 1gbit,
                 10mbps); LIMIT in packets (100p) or bytes (64kb, 30000b);
                 default $DEFAULT_LIMIT. ethernet: count each frame as an
-                Ethernet wire carries it, $ETHERNET_WIRE bytes more (preamble, FCS, gap)
+                Ethernet wire carries it, $ETHERNET_WIRE bytes more (preamble, FCS, gap).
+                The burst is 1 ms of tokens, at least two full frames; frame:
+                one full frame ($FRAME bytes, with ethernet $((FRAME + ETHERNET_WIRE))), as a NIC
+                that sends back to back at its rate
+  --shape-in none|tbf:...|htb:...
+                the same shaper on each sender's interface toward the router
+                (s1-eth0, s2-eth0, in the senders' namespaces): the senders'
+                links get a rate, the queue is the sender's (default none)
   --sink        attach the sink (HS_SINK_OBJ) as generic XDP on rx-eth0: the
                 receiver drops UDP data and counts it (make build/sink.bpf.o)
   --shield router|senders
@@ -104,6 +111,7 @@ Environment:
 
 Examples:
   testbed/testbed.sh up --mode rps --shape tbf:20mbit --sink
+  testbed/testbed.sh up --shape tbf:100mbit:ethernet:frame --shape-in tbf:100mbit:ethernet:frame
   ip netns exec sender1 taskset -c "\$(testbed/testbed.sh cpu sender)" \\
       iperf3 -c 198.18.3.2 -u -b 0 -l 64 -t 5
   testbed/testbed.sh sink
@@ -160,50 +168,69 @@ limit_leaf() {
 	fi
 }
 
-# Checks --shape and sets SHAPE (canonical: kind:rate:limit[:ethernet],
-# the default limit filled in)
-parse_shape() {
-	local kind rate limit wire rest
-	if [ "$1" = none ]; then
-		SHAPE=none
+usage_die() {	# a bad option: refused before anything is made, exit 2
+	echo "${0##*/}: $*" >&2
+	exit 2
+}
+
+SHAPER_FORMS='none, tbf:RATE[:LIMIT][:ethernet][:frame] or htb:RATE[:LIMIT][:ethernet][:frame]'
+
+# OPTION SPEC: checks a shaper (--shape, --shape-in) and prints it canonical,
+# kind:rate:limit[:ethernet][:frame], the default limit filled in.
+parse_shaper() {
+	local opt=$1 kind rate limit='' flags='' f bps
+	local -a fields
+	if [ "$2" = none ]; then
+		echo none
 		return
 	fi
-	IFS=: read -r kind rate limit wire rest <<<"$1"
+	IFS=: read -r -a fields <<<"$2"
+	kind=${fields[0]:-} rate=${fields[1]:-}
 	case $kind in
 	tbf | htb) ;;
-	*) hs_die "--shape '$1': expected none, tbf:RATE[:LIMIT][:ethernet] or htb:RATE[:LIMIT][:ethernet]" ;;
+	*) usage_die "$opt '$2': expected $SHAPER_FORMS" ;;
 	esac
-	[ -z "$rest" ] || hs_die "--shape '$1': too many ':' fields"
-	if [ "$limit" = ethernet ] && [ -z "$wire" ]; then
-		limit='' wire=ethernet
-	fi
-	[ -z "$wire" ] || [ "$wire" = ethernet ] ||
-		hs_die "--shape '$1': '$wire' after the limit: the only option there is ethernet"
-	local bps
 	bps=$(rate_bytes "$rate") ||
-		hs_die "--shape '$1': rate '$rate' is not a tc rate such as 20mbit, 1gbit or 10mbps"
-	[ "$bps" -gt 0 ] || hs_die "--shape '$1': rate '$rate' must be above zero"
+		usage_die "$opt '$2': rate '$rate' is not a tc rate such as 20mbit, 1gbit or 10mbps"
+	[ "$bps" -gt 0 ] || usage_die "$opt '$2': rate '$rate' must be above zero"
+	for f in "${fields[@]:2}"; do
+		case $f in
+		ethernet | frame)
+			[[ " $flags " != *" $f "* ]] || usage_die "$opt '$2': '$f' twice"
+			flags+=" $f"
+			;;
+		*)
+			[ -z "$limit" ] && [ -z "$flags" ] ||
+				usage_die "$opt '$2': '$f': expected the limit first, then ethernet or frame"
+			limit_leaf "$f" >/dev/null ||
+				usage_die "$opt '$2': limit '$f' must be packets (100p) or bytes of at least one frame, $FRAME (64kb, 30000b)"
+			limit=$f
+			;;
+		esac
+	done
 	limit=${limit:-$DEFAULT_LIMIT}
-	limit_leaf "$limit" >/dev/null ||
-		hs_die "--shape '$1': limit '$limit' must be packets (100p) or bytes of at least one frame, $FRAME (64kb, 30000b)"
-	SHAPE=$kind:$rate:$limit${wire:+:$wire}
+	echo "$kind:$rate:$limit$([[ $flags != *ethernet* ]] || echo :ethernet)$([[ $flags != *frame* ]] || echo :frame)"
 }
 
 parse_up_options() {
-	MODE=rps SHAPE=none SINK=0 SHIELD=0 SHIELD_FOR=router
+	MODE=rps SHAPE=none SHAPE_IN=none SINK=0 SHIELD=0 SHIELD_FOR=router
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--mode)
-			[ $# -ge 2 ] || hs_die "--mode needs a value: rps, inline or napi"
+			[ $# -ge 2 ] || usage_die "--mode needs a value: rps, inline or napi"
 			case $2 in
 			rps | inline | napi) MODE=$2 ;;
-			*) hs_die "--mode '$2': expected rps, inline or napi" ;;
+			*) usage_die "--mode '$2': expected rps, inline or napi" ;;
 			esac
 			shift 2
 			;;
-		--shape)
-			[ $# -ge 2 ] || hs_die "--shape needs a value: none, tbf:RATE[:LIMIT][:ethernet] or htb:RATE[:LIMIT][:ethernet]"
-			parse_shape "$2"
+		--shape | --shape-in)
+			[ $# -ge 2 ] || usage_die "$1 needs a value: $SHAPER_FORMS"
+			if [ "$1" = --shape ]; then
+				SHAPE=$(parse_shaper "$1" "$2") || exit
+			else
+				SHAPE_IN=$(parse_shaper "$1" "$2") || exit
+			fi
 			shift 2
 			;;
 		--sink)
@@ -215,17 +242,18 @@ parse_up_options() {
 			shift
 			;;
 		--shield)
-			[ $# -ge 2 ] || hs_die "--shield needs a value: router or senders"
+			[ $# -ge 2 ] || usage_die "--shield needs a value: router or senders"
 			case $2 in
 			router | senders) SHIELD=1 SHIELD_FOR=$2 ;;
-			*) hs_die "--shield '$2': expected router or senders" ;;
+			*) usage_die "--shield '$2': expected router or senders" ;;
 			esac
 			shift 2
 			;;
-		*) hs_die "up: unknown option '$1' (see ${0##*/} help)" ;;
+		*) usage_die "up: unknown option '$1' (see ${0##*/} help)" ;;
 		esac
 	done
 	OPTIONS="--mode $MODE --shape $SHAPE"
+	[ "$SHAPE_IN" = none ] || OPTIONS+=" --shape-in $SHAPE_IN"
 	[ "$SINK" = 0 ] || OPTIONS+=" --sink"
 	[ "$SHIELD" = 0 ] || OPTIONS+=" --shield $SHIELD_FOR"
 }
@@ -384,26 +412,42 @@ set_mode() {
 	esac
 }
 
-set_shape() {
-	local kind rate limit wire rt bps burst stab=()
-	[ "$SHAPE" != none ] || return 0
-	IFS=: read -r kind rate limit wire <<<"$SHAPE"
-	rt=$(ns_of router)
+# NS DEV SPEC: the shaper SPEC (parse_shaper's form) as DEV's root qdisc.
+add_shaper() {
+	local ns=$1 dev=$2 kind rate limit flags bps burst stab=()
+	IFS=: read -r kind rate limit flags <<<"$3"
 	bps=$(rate_bytes "$rate")
-	# 1 ms worth of tokens, and never less than two full frames
-	burst=$((bps / 1000 > 2 * FRAME ? bps / 1000 : 2 * FRAME))
+	if [[ $flags == *frame* ]]; then
+		# one full frame, as the shaper counts it: a NIC sends back to back
+		# at its rate and holds no tokens for a burst
+		burst=$FRAME
+		[[ $flags != *ethernet* ]] || burst=$((FRAME + ETHERNET_WIRE))
+	else
+		# 1 ms worth of tokens, and never less than two full frames
+		burst=$((bps / 1000 > 2 * FRAME ? bps / 1000 : 2 * FRAME))
+	fi
 	# a frame on an Ethernet wire takes ETHERNET_WIRE bytes more than veth's skb
-	[ "$wire" != ethernet ] || stab=(stab overhead "$ETHERNET_WIRE" linklayer ethernet)
+	[[ $flags != *ethernet* ]] || stab=(stab overhead "$ETHERNET_WIRE" linklayer ethernet)
 	if [ "$kind" = tbf ]; then
 		# tbf needs a limit of its own; the leaf below replaces its queue
-		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: "${stab[@]}" tbf rate "$rate" burst "$burst" limit "$((burst * 2))"
+		tc -n "$ns" qdisc add dev "$dev" root handle 1: "${stab[@]}" tbf rate "$rate" burst "$burst" limit "$((burst * 2))"
 	else
-		tc -n "$rt" qdisc add dev "$ROUTER_OUT" root handle 1: "${stab[@]}" htb default 1
-		tc -n "$rt" class add dev "$ROUTER_OUT" parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
+		tc -n "$ns" qdisc add dev "$dev" root handle 1: "${stab[@]}" htb default 1
+		tc -n "$ns" class add dev "$dev" parent 1: classid 1:1 htb rate "$rate" ceil "$rate" \
 			burst "$burst" cburst "$burst" quantum "$FRAME"
 	fi
 	# shellcheck disable=SC2046 # "pfifo N" / "bfifo N" are two words on purpose
-	tc -n "$rt" qdisc add dev "$ROUTER_OUT" parent 1:1 handle 10: $(limit_leaf "$limit" | sed 's/ / limit /')
+	tc -n "$ns" qdisc add dev "$dev" parent 1:1 handle 10: $(limit_leaf "$limit" | sed 's/ / limit /')
+}
+
+set_shape() {
+	[ "$SHAPE" = none ] || add_shaper "$(ns_of router)" "$ROUTER_OUT" "$SHAPE"
+}
+
+# The senders' links into the router shaped on the senders' side: the queue
+# is the sender's NIC queue, and frames reach the router at the link's rate.
+shape_sender() {	# ROLE
+	[ "$SHAPE_IN" = none ] || add_shaper "$(ns_of "$1")" "$(host_if "$1")" "$SHAPE_IN"
 }
 
 attach_sink() {
@@ -530,6 +574,7 @@ write_state() {
 			OPTIONS "$OPTIONS" \
 			MODE "$MODE" \
 			SHAPE "$SHAPE" \
+			SHAPE_IN "$SHAPE_IN" \
 			SINK "$SINK" \
 			NS_SENDER1 "$(ns_of sender1)" \
 			NS_SENDER2 "$(ns_of sender2)" \
@@ -586,6 +631,9 @@ cmd_up() {
 	set_buffers
 	set_mode
 	set_shape
+	for role in "${SENDERS[@]}"; do
+		shape_sender "$role"
+	done
 	attach_sink
 	set_shield
 	wait_end_to_end
@@ -618,8 +666,10 @@ cmd_relink() {
 		[ "$MODE" != rps ] || receiver_on_napi
 		set_shape
 		attach_sink
-	elif [ "$MODE" = rps ]; then
-		sys_write "$rt" "/sys/class/net/$rt_if/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
+	else
+		shape_sender "$1"
+		[ "$MODE" != rps ] ||
+			sys_write "$rt" "/sys/class/net/$rt_if/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
 	fi
 	wait_end_to_end
 	say "relinked $rt_if (ifindex $(ip -n "$rt" -j link show dev "$rt_if" | jq '.[0].ifindex'))"
@@ -715,6 +765,13 @@ problems() {
 		[[ $got == "qdisc ${HS_TB_SHAPE%%:*} 1: root"* ]] ||
 			{ echo "no ${HS_TB_SHAPE%%:*} qdisc on $ROUTER_OUT"; n=$((n + 1)); }
 	fi
+	if [ "${HS_TB_SHAPE_IN:-none}" != none ]; then
+		for role in "${SENDERS[@]}"; do
+			got=$(tc -n "$(ns_of "$role")" qdisc show dev "$(host_if "$role")")
+			[[ $got == "qdisc ${HS_TB_SHAPE_IN%%:*} 1: root"* ]] ||
+				{ echo "no ${HS_TB_SHAPE_IN%%:*} qdisc on $(host_if "$role") in $(ns_of "$role")"; n=$((n + 1)); }
+		done
+	fi
 	if [ "$HS_TB_SINK" = 1 ]; then
 		got=$(ip -n "$HS_TB_NS_RECEIVER" link show dev "$RX_IF")
 		[[ $got == *"prog/xdp id "*" name xdp_sink "* ]] ||
@@ -788,7 +845,7 @@ cmd_status() {
 # ---- layout as JSON -------------------------------------------------------------
 
 # Prints the layout as JSON (testbed/README.md, "Layout as JSON"): the names
-# and addresses from LINKS, the options and CPUs from MODE SHAPE SINK SHIELD
+# and addresses from LINKS, the options and CPUs from MODE SHAPE SHAPE_IN SINK SHIELD
 # CPU_* NCPU. Arguments: whether it is up (true/false), the router netns inode
 # and the NAPI thread ids (empty unless up), then the problems, one each.
 layout_json() {
@@ -803,7 +860,7 @@ layout_json() {
 	roles=$(printf '%s\n' "${ROLES[@]}")
 	senders=$(printf '%s\n' "${SENDERS[@]}")
 	jq -n --arg prefix "$HS_PREFIX" --arg options "$OPTIONS" --arg mode "$MODE" \
-		--arg shape "$SHAPE" --argjson sink "$([ "$SINK" = 1 ] && echo true || echo false)" \
+		--arg shape "$SHAPE" --arg shape_in "$SHAPE_IN" --argjson sink "$([ "$SINK" = 1 ] && echo true || echo false)" \
 		--argjson shield "$([ "$SHIELD" = 1 ] && echo true || echo false)" \
 		--arg shield_for "$([ "$SHIELD" = 1 ] && echo "$SHIELD_FOR")" \
 		--arg shield_cpus "${SHIELD_CPUS[*]}" \
@@ -821,7 +878,8 @@ layout_json() {
 		($ARGS.positional[0:$nlinks * 9]) as $l
 		| [range(0; $nlinks) | $l[. * 9:. * 9 + 9]] as $links
 		| {format: "hopscope-testbed/1", prefix: $prefix, up: $up,
-		   options: $options, mode: $mode, shape: $shape, sink: $sink, shield: $shield,
+		   options: $options, mode: $mode, shape: $shape, shape_in: $shape_in,
+		   sink: $sink, shield: $shield,
 		   shield_for: (if $shield_for == "" then null else $shield_for end),
 		   shield_cpus: ($shield_cpus | split(" ") | map(select(. != "") | tonumber)),
 		   namespaces: ($roles | lines | map({key: ., value: ($prefix + .)}) | from_entries),
@@ -868,6 +926,7 @@ status_json() {
 		return 1
 	fi
 	OPTIONS=$HS_TB_OPTIONS MODE=$HS_TB_MODE SHAPE=$HS_TB_SHAPE SINK=$HS_TB_SINK
+	SHAPE_IN=${HS_TB_SHAPE_IN:-none}	# :- state from before --shape-in
 	SHIELD=$HS_TB_SHIELD SHIELD_FOR=${HS_TB_SHIELD_FOR:-router}	# :- state from before --shield
 	read -r -a SHIELD_CPUS <<<"${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER}"
 	CPU_SENDER=$HS_TB_CPU_SENDER CPU_ROUTER=$HS_TB_CPU_ROUTER

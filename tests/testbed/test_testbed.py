@@ -143,6 +143,12 @@ def inline_bed():
     yield from bed_up("--mode", "inline", "--shape", "tbf:10mbit:200p:ethernet")
 
 
+@pytest.fixture(scope="class")
+def shaped_inputs_bed():
+    yield from bed_up("--mode", "rps", "--shape", "tbf:100mbit:ethernet",
+                      "--shape-in", "tbf:100mbit:ethernet:frame")
+
+
 @pytest.fixture
 def napi_bed():
     yield from bed_up("--mode", "napi")
@@ -276,6 +282,61 @@ class TestInlineShaped:
         assert sent >= 1000     # the data went through the shaper
 
 
+def root_qdiscs(role, dev):
+    """(root qdisc, its leaves) of dev in role's namespace, as tc's JSON has
+    them, with their counters."""
+    qdiscs = json.loads(run(["tc", "-n", PREFIX + role, "-s", "-j", "qdisc", "show", "dev", dev]).stdout)
+    root = [q for q in qdiscs if q.get("root")]
+    return root[0] if root else None, [q for q in qdiscs if q.get("parent") == "1:1"]
+
+
+FRAME_ON_WIRE = 1514 + 24   # a full frame and what Ethernet adds: :ethernet:frame's burst
+
+
+class TestShapedInputs:
+    def test_each_sender_sends_through_a_tbf_of_one_frame(self, shaped_inputs_bed):
+        for role, dev in (("sender1", "s1-eth0"), ("sender2", "s2-eth0")):
+            root, leaf = root_qdiscs(role, dev)
+            assert root["kind"] == "tbf" and root["options"]["rate"] == 100_000_000 // 8, root
+            # tc reads the burst back from the kernel's time in 64 ns ticks:
+            # below a byte (8 bits take 80 ns at 100 Mbit/s) lost to rounding
+            assert FRAME_ON_WIRE - 1 <= root["options"]["burst"] <= FRAME_ON_WIRE, root
+            assert [(q["kind"], q["options"]["limit"]) for q in leaf] == [("pfifo", 1000)]
+            detail = run(["tc", "-d", "-n", PREFIX + role, "qdisc", "show", "dev", dev]).stdout
+            assert "linklayer ethernet overhead 24" in detail, detail
+
+    def test_the_output_keeps_its_burst_and_the_router_inputs_no_qdisc(self, shaped_inputs_bed):
+        root, _ = root_qdiscs("router", "r-rx")
+        # without :frame, 1 ms of tokens: 12500 bytes at 100 Mbit/s
+        assert root["kind"] == "tbf" and abs(root["options"]["burst"] - 12500) <= 1, root
+        for dev in ("r-s1", "r-s2"):
+            assert root_qdiscs("router", dev)[0]["kind"] == "noqueue"
+
+    def test_state_and_json_publish_it(self, shaped_inputs_bed):
+        shape_in = "tbf:100mbit:1000p:ethernet:frame"
+        assert shaped_inputs_bed["HS_TB_SHAPE_IN"] == shape_in
+        assert f"--shape-in {shape_in}" in shaped_inputs_bed["HS_TB_OPTIONS"]
+        live = json.loads(tb("status", "--json"))
+        assert live["healthy"] and live["shape_in"] == shape_in
+        assert live["shape"] == "tbf:100mbit:1000p:ethernet"
+        planned = json.loads(tb("layout", "--json", "--shape", "tbf:100mbit:ethernet",
+                                "--shape-in", "tbf:100mbit:ethernet:frame"))
+        assert (planned["shape_in"], planned["options"]) == (shape_in, live["options"])
+
+    def test_1000_udp_packets_leave_through_the_senders_shaper(self, shaped_inputs_bed):
+        before = root_qdiscs("sender1", "s1-eth0")[0]
+        client, _ = iperf3_udp(shaped_inputs_bed, 1000, "2M")
+        assert client["end"]["sum"]["packets"] == 1000
+        after = root_qdiscs("sender1", "s1-eth0")[0]
+        assert after["packets"] - before["packets"] >= 1000 and after["drops"] == 0
+
+    def test_relink_shapes_the_new_link_again(self, shaped_inputs_bed):
+        tb("relink", "sender2")
+        root, _ = root_qdiscs("sender2", "s2-eth0")
+        assert root["kind"] == "tbf" and root["options"]["burst"] <= FRAME_ON_WIRE
+        assert "fully up" in tb("status")
+
+
 def test_napi_mode_threads_pinned_to_the_router_cpu(napi_bed):
     for ifc in ("r-s1", "r-s2"):
         assert sys_read("router", f"/sys/class/net/{ifc}/threaded") == "1"
@@ -293,7 +354,7 @@ def test_napi_mode_threads_pinned_to_the_router_cpu(napi_bed):
 def test_down_removes_everything_and_is_idempotent():
     run([str(TESTBED), "down"])
     try:
-        tb("up", "--mode", "inline")
+        tb("up", "--mode", "inline", "--shape", "tbf:10mbit:frame", "--shape-in", "tbf:10mbit")
         assert our_namespaces() == {PREFIX + r for r in ROLES}
         out = tb("down")
         assert "removed 4 namespaces" in out
@@ -323,7 +384,7 @@ def test_layout_json_plans_without_making_anything():
         assert doc["router_netns_inode"] is None
     assert our_namespaces() == set()
     r = run([str(TESTBED), "layout", "--json", "--shape", "tbf:fast"])
-    assert r.returncode != 0 and "rate 'fast' is not a tc rate" in r.stderr and not r.stdout
+    assert r.returncode == 2 and "rate 'fast' is not a tc rate" in r.stderr and not r.stdout
     r = run([str(TESTBED), "status", "--json"])
     assert r.returncode != 0 and json.loads(r.stdout)["up"] is False
 
@@ -335,15 +396,21 @@ def test_layout_json_plans_without_making_anything():
     (["--shape", "tbf:fast"], "rate 'fast' is not a tc rate"),
     (["--shape", "tbf:10mbit:3"], "limit '3'"),
     (["--shape", "red:10mbit"], "expected none, tbf"),
-    (["--shape", "tbf:10mbit:100p:atm"], "the only option there is ethernet"),
-    (["--shape", "tbf:10mbit:100p:ethernet:x"], "too many ':' fields"),
+    (["--shape", "tbf:10mbit:100p:atm"], "'atm': expected the limit first, then ethernet or frame"),
+    (["--shape", "tbf:10mbit:ethernet:100p"], "'100p': expected the limit first"),
+    (["--shape", "tbf:10mbit:frame:frame"], "'frame' twice"),
+    (["--shape-in"], "--shape-in needs a value: none, tbf:RATE[:LIMIT][:ethernet][:frame]"),
+    (["--shape-in", "tbf:fast:frame"], "--shape-in 'tbf:fast:frame': rate 'fast' is not a tc rate"),
+    (["--shape-in", "tbf:0mbit"], "rate '0mbit' must be above zero"),
+    (["--shape-in", "pfifo"], "--shape-in 'pfifo': expected none, tbf"),
     (["--frobnicate"], "unknown option '--frobnicate'"),
     (["--shield", "receiver"], "--shield 'receiver': expected router or senders"),
 ])
 def test_bad_option_is_refused_before_anything_is_made(args, message):
-    r = run([str(TESTBED), "up", *args])
-    assert r.returncode != 0
-    assert message in r.stderr
+    for cmd in ("up", "layout"):
+        r = run([str(TESTBED), cmd, *args])
+        assert r.returncode == 2, (cmd, r.stderr)     # a usage error
+        assert message in r.stderr and len(r.stderr.splitlines()) == 1 and not r.stdout
     assert our_namespaces() == set()
 
 
