@@ -9,6 +9,7 @@ import sys
 import pytest
 
 from hopscope.traffic.scenario.load import ScenarioError, load_scenario, parse_scenario
+from hopscope.traffic.testbed import layout, up_options
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHIPPED = sorted(glob.glob(os.path.join(ROOT, "traffic", "*", "*.toml")))
@@ -159,7 +160,8 @@ def test_cli_lossless_options(tmp_path):
 def test_one_condition_with_defaults():
     (c,) = parse_scenario(BASE, "/x/one.toml").conditions()
     assert c.name == "one" and c.repetitions == 1
-    assert c.testbed == {"mode": "rps", "shape": "none", "sink": False, "shield": False}
+    assert c.testbed == {"mode": "rps", "shape": "none", "shape_in": "none", "sink": False,
+                         "shield": False}
     s = c.senders[0]
     assert (s.namespace, s.generator, s.protocol, s.port, s.cpu) == \
         ("sender1", "ditg", "udp", 10001, "sender")
@@ -203,6 +205,21 @@ shape = "tbf:100mbit:50p"
     assert (s1.size["value"], s1.rate, s1.tos) == (1400, 2000, 4)  # tos kept from the file
     assert (s2.rate, s2.port) == (1500.5, 10002)
     assert conds[0].testbed["shape"] == "none"
+
+
+def test_shape_in_reaches_the_testbeds_options():
+    """[testbed] shape_in: the senders' links shaped, as testbed.sh's
+    --shape-in, and planned by testbed.sh itself (canonical form)."""
+    (c,) = parse_scenario(BASE + '[testbed]\nshape = "tbf:100mbit:frame"\n'
+                          'shape_in = "tbf:100mbit:ethernet:frame"\n', "in.toml").conditions()
+    assert c.testbed["shape_in"] == "tbf:100mbit:ethernet:frame"
+    args = up_options(**c.testbed)
+    assert args[args.index("--shape-in") + 1] == "tbf:100mbit:ethernet:frame"
+    lay = layout(**c.testbed)
+    assert (lay["shape"], lay["shape_in"]) == ("tbf:100mbit:1000p:frame",
+                                               "tbf:100mbit:1000p:ethernet:frame")
+    assert "--shape-in tbf:100mbit:1000p:ethernet:frame" in lay["options"]
+    assert "--shape-in" not in up_options(**{**c.testbed, "shape_in": "none"})
 
 
 def test_with_rate_and_with_duration():
@@ -277,6 +294,9 @@ def test_each_top_level_mistake_names_line_1(first, words):
     ("count = 'many'", 6, "senders.sender1.count: must be a whole number, not 'many'"),  # wrong type
     ("[testbed]\nshape = 'tbf:fast'", 7, "rate 'fast' is not a tc rate"),
     ("[testbed]\nshape = 'tbf:1mbit:10'", 7, "must be packets (100p) or bytes of at least one frame"),
+    ("[testbed]\nshape_in = 'tbf:fast'", 7, "--shape-in 'tbf:fast': rate 'fast' is not a tc rate"),
+    ("[testbed]\nshape_in = 'tbf:1mbit:frame:frame'", 7, "'frame' twice"),
+    ("[testbed]\nshape_in = 100", 7, "testbed.shape_in: must be a string"),
     ("[testbed]\nsink = 'yes'", 7, "testbed.sink: must be true or false"),
     ("[senders.sender9]\nsize = 100\nrate = 5", 6, "senders.sender9.namespace: sender 'sender9' names no"
                                                    " namespace of the testbed"),     # missing namespace

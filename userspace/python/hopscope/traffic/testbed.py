@@ -78,18 +78,20 @@ def _message(r):
     return msg.split(": ", 1)[1] if msg.startswith("testbed.sh: ") else msg
 
 
-def up_options(mode="rps", shape="none", sink=False, shield=False):
+def up_options(mode="rps", shape="none", shape_in="none", sink=False, shield=False):
     """testbed.sh up's options for a scenario's [testbed] (its keys): shield
     True keeps the router's CPU (--shield router), "senders" the senders'
     (--shield senders), False none (testbed.sh's default)."""
     args = ["--mode", mode, "--shape", shape]
+    args += ["--shape-in", shape_in] if shape_in != "none" else []
     args += ["--sink"] if sink else []
     if shield is not False:
         args += ["--shield", "router" if shield is True else shield]
     return args
 
 
-def layout(prefix="", *, live=False, mode="rps", shape="none", sink=False, shield=False):
+def layout(prefix="", *, live=False, mode="rps", shape="none", shape_in="none", sink=False,
+           shield=False):
     """The testbed's layout as a dict (a fresh copy; change it freely).
 
     live=False: what `testbed.sh up` with these options (up_options) would
@@ -105,7 +107,7 @@ def layout(prefix="", *, live=False, mode="rps", shape="none", sink=False, shiel
             raise TestbedError(f"the testbed {prefix!r} is up but not healthy: "
                                + "; ".join(doc.get("problems") or ()))
         return doc
-    return json.loads(_planned(prefix, tuple(up_options(mode, shape, sink, shield))))
+    return json.loads(_planned(prefix, tuple(up_options(mode, shape, shape_in, sink, shield))))
 
 
 @functools.lru_cache(maxsize=None)

@@ -17,6 +17,7 @@ def build(flat, name, scenario, senders, lossless, problems):
     duration = r.number(("duration",), 10.0, above=0, hi=MAX_SECONDS, what="seconds")
     testbed = {"mode": r.choice(("testbed", "mode"), "rps", ("rps", "inline", "napi")),
                "shape": r.string(("testbed", "shape"), "none"),
+               "shape_in": r.string(("testbed", "shape_in"), "none"),
                "sink": r.boolean(("testbed", "sink"), False),
                "shield": r.boolean(("testbed", "shield"), False)}
     lay = _layout(r, testbed)
@@ -58,17 +59,18 @@ def _stages(r):
 
 def _layout(r, testbed):
     """The testbed this condition's [testbed] asks for, as testbed.sh plans it
-    (its mode and shape checked by testbed.sh itself); None if it cannot be."""
+    (its mode and shapers checked by testbed.sh itself); None if it cannot be."""
     try:
         lay = layout(mode=testbed["mode"])
     except TestbedError as e:
         r.bad(("testbed", "mode"), str(e))
         return None
-    if testbed["shape"] != "none":
-        try:
-            layout(mode=testbed["mode"], shape=testbed["shape"])
-        except TestbedError as e:
-            r.bad(("testbed", "shape"), str(e))
+    for key in ("shape", "shape_in"):
+        if testbed[key] != "none":
+            try:
+                layout(mode=testbed["mode"], **{key: testbed[key]})
+            except TestbedError as e:
+                r.bad(("testbed", key), str(e))
     return lay
 
 

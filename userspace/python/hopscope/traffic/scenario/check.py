@@ -12,7 +12,7 @@ from ..throughput_file import READ_ERRORS, read_results
 TOP = {"name", "description", "repetitions", "duration", "throughput", "testbed", "tracer",
        "senders", "conditions", "vary"}
 CASE = {"name", "description", "duration", "repetitions", "testbed", "tracer", "senders"}
-TESTBED = {"mode", "shape", "sink", "shield"}
+TESTBED = {"mode", "shape", "shape_in", "sink", "shield"}
 TRACER = {"stages", "backend", "xdp_mode", "ring_mib", "slots", "drops"}
 SENDER = {"namespace", "generator", "protocol", "tos", "size", "rate", "gaps", "count",
           "duration", "start", "port", "cpu", "send_buffer", "seed", "active"}

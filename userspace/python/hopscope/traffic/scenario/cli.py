@@ -129,6 +129,7 @@ def describe(cond):
     """One line: testbed, then each sender's traffic."""
     tb = cond.testbed
     parts = [f"{tb['mode']}" + (f", {tb['shape']}" if tb["shape"] != "none" else "")
+             + (f", inputs {tb['shape_in']}" if tb["shape_in"] != "none" else "")
              + (", sink" if tb["sink"] else "")
              + (", shield" if tb["shield"] else "")]
     for s in cond.senders:
