@@ -68,12 +68,15 @@ PAPER = sorted(glob.glob(os.path.join(ROOT, "traffic", "paper", "*.toml")))
 
 
 @pytest.mark.parametrize("path", PAPER, ids=os.path.basename)
-def test_paper_files_record_t0_behind_an_ethernet_link(path):
+def test_paper_files_record_t0_behind_ethernet_links(path):
     """t0 is the paper's arrival (its input driver, before the input queue);
-    the TBF for its Fast Ethernet counts what the wire adds to each frame."""
+    the TBFs for its Fast Ethernet links, the router's output and each
+    sender's input, count what the wire adds to each frame and, like a NIC,
+    hold one frame's tokens, no burst."""
     for c in load_scenario(path).conditions():
         assert "t0" in c.tracer["stages"], c.name
-        assert c.testbed["shape"] == "tbf:100mbit:ethernet", c.name
+        assert c.testbed["shape"] == "tbf:100mbit:ethernet:frame", c.name
+        assert c.testbed["shape_in"] == "tbf:100mbit:ethernet:frame", c.name
 
 
 @pytest.mark.parametrize("table", ["table1", "table2", "table3"])
