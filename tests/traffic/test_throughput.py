@@ -6,8 +6,9 @@ import os
 
 import pytest
 
+from hopscope.traffic.generators import REACHED
 from hopscope.traffic.scenario.load import load_scenario
-from hopscope.traffic.throughput import Trial, search as binary_search
+from hopscope.traffic.throughput import Trial, search as binary_search, trial_runner
 from hopscope.traffic.throughput_file import read_results
 from campaignkit import PREFIX, hopscope, our_namespaces, stop_group, take_testbed_down
 
@@ -136,6 +137,36 @@ def test_lossless_rate_is_just_below_the_shapers(search):
     cond, = load_scenario(reuse).conditions()
     assert cond.name == name
     assert cond.senders[0].rate == pytest.approx(0.9 * result["lossless_pps"])
+
+
+def test_a_sender_held_back_by_its_link_did_not_offer_the_rate(tmp_path):
+    """iperf3 sends its count of packets however long that takes: behind a
+    sender link slower than the rate (shape_in) it takes longer than the
+    trial, and the trial counts what it offered over that time, not the
+    trial's, so the rate is not taken as offered."""
+    scenario = tmp_path / "held.toml"
+    scenario.write_text(f"""
+name = "held"
+[testbed]
+shape_in = "tbf:1mbit"
+[senders.sender1]
+generator = "iperf3"
+size = {PAYLOAD}
+rate = 1000
+""")
+    (cond,) = load_scenario(str(scenario)).conditions()
+    take_testbed_down()
+    try:
+        # 1000 frames of 500 B asked in 1 s: four times what 1 Mbit/s carries
+        t = trial_runner(str(tmp_path / "tp"), PREFIX, 1.0)(cond, 1000, 0)
+    finally:
+        take_testbed_down()
+    assert t.sent == t.received == 1000 and not t.reached
+    with open(tmp_path / "tp" / "trials" / "held" / t.folder / "metadata.json") as f:
+        meta = json.load(f)
+    assert meta["senders"]["sender1"]["send_seconds"] > 1 / REACHED  # asked: 1 s
+    assert any("held back" in w for w in meta["warnings"]), meta["warnings"]
+    assert not our_namespaces()
 
 
 def test_bad_options_are_refused(tmp_path):

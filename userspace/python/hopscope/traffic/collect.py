@@ -11,7 +11,7 @@ def collect(run, counters, finish=None):
     """RunResult of a finished run (run._Run); writes the tables and metadata
     (after finish(result, meta), when given)."""
     cond, meta = run.cond, run.meta
-    sent, received = {}, {}
+    sent, received, send_seconds = {}, {}, {}
     for s in cond.senders:
         m = meta["senders"][s.name]
         out = read_text(run.path(f"{s.name}.stdout")) if s.generator == "ditg" else ""
@@ -27,8 +27,9 @@ def collect(run, counters, finish=None):
                             f"{s.name}: ITGRecv logged {m['receiver_logged']} of the {n_recv} "
                             "packets that reached the receiver (the rest have no rx_ns)")
             else:
-                n_sent, sport = iperf.client_counts(iperf.read_json(run.path(m["files"]["client"])),
-                                                    s)
+                client = iperf.read_json(run.path(m["files"]["client"]))
+                n_sent, sport = iperf.client_counts(client, s)
+                m["send_seconds"] = send_seconds[s.name] = iperf.client_seconds(client, s)
                 m["server_received"] = iperf.server_received(
                     iperf.read_json(run.path(m["files"]["server"])), s)
                 n_recv = m["server_received"]
@@ -44,6 +45,11 @@ def collect(run, counters, finish=None):
             meta["warnings"].append(f"{s.name} sent {n_sent} of the {s.packets()} packets asked "
                                     f"({s.rate:g} pps for {s.seconds():g} s): "
                                     f"{s.generator} did not reach the rate")
+        elif send_seconds.get(s.name, 0) * REACHED > s.seconds():
+            meta["warnings"].append(f"{s.name} took {send_seconds[s.name]:.3g} s to send the "
+                                    f"{s.packets()} packets asked for {s.seconds():g} s: held "
+                                    f"back (by its link's shaper or its CPU), it did not reach "
+                                    f"the rate")
     errors = counters.deltas()["receiver_udp"]
     if errors.get("RcvbufErrors") or errors.get("InErrors"):
         meta["warnings"].append(
@@ -54,7 +60,7 @@ def collect(run, counters, finish=None):
     meta["counts"] = {"sent": sent, "received": received, "forwarded": forwarded}
     paths = {"metadata": run.path("metadata.json"), "scenario": run.path("scenario.toml")}
     result = RunResult(sent, received, forwarded, None, paths, counters=meta["interfaces"],
-                       cpus=meta["cpus"])
+                       cpus=meta["cpus"], send_seconds=send_seconds)
     if run.record:
         paths["records"] = run.path("run.hsr")
         df = result.records = load(paths["records"])

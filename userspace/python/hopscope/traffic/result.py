@@ -18,3 +18,4 @@ class RunResult:
     records: object = None      # the run's records (hopscope.load), loaded once
     counters: dict | None = None  # counters.Counters.deltas(): what the kernel counted
     cpus: dict | None = None    # role -> CPU, as the testbed placed them
+    send_seconds: dict = field(default_factory=dict)  # sender -> s its generator took (iperf3)

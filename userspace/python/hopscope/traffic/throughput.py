@@ -35,7 +35,7 @@ class Trial:
     rate_pps: float     # asked for, total over the senders
     sent: int           # by the generators
     received: int       # by the generators' receivers
-    offered_pps: float  # sent / trial seconds
+    offered_pps: float  # sent / trial seconds, or the longer time a sender took
     seconds: float      # the trial's wall time, testbed included
     folder: str = ""    # its folder under DIR/trials/CONDITION/
     # where loss happened: packets the router's output queue dropped (a
@@ -167,7 +167,9 @@ def trial_runner(outdir, prefix, trial_seconds):
         r = run_condition(cond.with_rate(rate).with_duration(trial_seconds), folder,
                           prefix=prefix, record=False)
         sent, received = sum(r.sent.values()), sum(r.received.values())
-        return Trial(rate, sent, received, sent / trial_seconds, time.monotonic() - started,
+        # an iperf3 sender held back (its link's shaper) sends its count late
+        seconds = max([trial_seconds, *r.send_seconds.values()])
+        return Trial(rate, sent, received, sent / seconds, time.monotonic() - started,
                      name, r.counters["router_out_queue"]["dropped"],
                      r.counters["cpu_steal_ms"].get(str(r.cpus["router"])))
     return run_trial

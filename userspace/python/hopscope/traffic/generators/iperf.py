@@ -65,6 +65,13 @@ def client_counts(doc, s):
     return int(doc["end"]["sum_sent"]["bytes"]) // s.size["value"], sport  # writes
 
 
+def client_seconds(doc, s):
+    """How long the client took to send its packets. With -k it sends them
+    all however long that takes: longer than asked when something held it
+    back (its link's shaper, its CPU)."""
+    return float(doc["end"]["sum" if s.protocol == "udp" else "sum_sent"]["seconds"])
+
+
 def server_received(doc, s):
     """Packets the server got (UDP: highest counter seen minus the missing ones)."""
     if s.protocol == "udp":
