@@ -697,3 +697,21 @@ def test_a_solo_d_p_without_spread_gives_no_ratio_not_a_crash(runs):
     o = outcome("E4", [flat, t1])
     spreads = [i for i in o.items if " d_p spread " in i.where]
     assert spreads and all(i.value == "no value" and i.verdict == pv.UNKNOWN for i in spreads)
+
+
+def test_a_sender_is_compared_with_runs_of_its_own_generator(runs):
+    """Type1 runs of iperf3 and of D-ITG: a D-ITG Gaussian run is judged
+    against D-ITG's 550 B, and its size effect among D-ITG's sizes."""
+    def by(generator, size=550, **kw):
+        return pf.Traffic(**{**vars(traffic(size, **kw)), "generator": generator})
+    small = runs("20B", [by("iperf3", 20)], reps(2, with_tail(0, 0)))
+    iperf = runs("550B", [by("iperf3")], reps(2, with_tail(0, 0, d_p=1600)))
+    ditg = runs("550B-ditg", [by("ditg")], reps(2, with_tail(0, 0)))
+    gauss = runs("gaussian", [by("ditg", GAUSSIAN, rate=16000)], reps(2, with_tail(0, 0)))
+    assert pf.type1_nearest_size([small, iperf, ditg, gauss], gauss.senders[0]) is ditg
+    assert pf.solo_like([iperf, ditg], by("ditg", rate=6000, tos=5)) is ditg
+    assert pf.solo_like([iperf, ditg], by("iperf3", rate=9800)) is iperf
+    # D-ITG made one Type1 size: no size effect to follow, though iperf3's sizes differ
+    o = outcome("D4", [small, iperf, ditg, gauss])
+    assert o.verdict == pv.UNKNOWN and not o.measured.startswith("1 hold")
+    assert all(i.where.startswith("gaussian vs 550B-ditg ") for i in o.items)

@@ -49,6 +49,9 @@ def test_paper_files_encode_the_paper():
     t1 = {c.name: c for c in load_scenario(os.path.join(ROOT, "traffic/paper/type1.toml")).conditions()}
     assert {c.senders[0].size["value"] for c in t1.values()} == {20, 550, 1400}
     assert all(c.senders[0].tos == 4 and c.senders[0].gaps == {"dist": "constant"} for c in t1.values())
+    # each size from iperf3 (the Tables' sender1) and from D-ITG (Type2, Type3 and sender2)
+    assert sorted((c.senders[0].generator, c.senders[0].size["value"]) for c in t1.values()) == [
+        (g, size) for g in ("ditg", "iperf3") for size in (20, 550, 1400)]
     t2 = load_scenario(os.path.join(ROOT, "traffic/paper/type2.toml")).conditions()
     sizes = [c.senders[0].size for c in t2]
     assert {"dist": "normal", "mean": 600, "std": 200} in sizes

@@ -252,10 +252,13 @@ def coffee_regular(conditions):
     return _by_threshold(conditions, run, (0, REGULAR), "{:.2f}", "IQR / median")
 
 
-def _size_matters(conditions, stage):
+def _size_matters(conditions, stage, generator):
     """Whether the Type1 modes of a stage differ across sizes (a pair's
-    difference wholly beyond MODE_CLOSE_NS), and the modes as text."""
-    t1 = sorted(of_set(conditions, "Type1"), key=lambda c: c.senders[0].mean_size)
+    difference wholly beyond MODE_CLOSE_NS), among the Type1 conditions of
+    one generator (another generator's runs at a size are no size effect),
+    and the modes as text."""
+    t1 = sorted((c for c in of_set(conditions, "Type1") if c.senders[0].generator == generator),
+                key=lambda c: c.senders[0].mean_size)
     modes = {c.name: values(c, lambda r: r.delay(ALL, stage).mode_ns) for c in t1}
     differ = any(
         judge_interval(*bootstrap([modes[a.name], modes[b.name]], lambda x, y: np.abs(y - x))[1:],
@@ -273,7 +276,7 @@ def modes_follow_mean_size(conditions):
             items.append(Item(c.name, "no working Type1 condition to compare with", UNKNOWN))
             continue
         for stage in _stages(c):
-            differ, modes = _size_matters(ok, stage)
+            differ, modes = _size_matters(ok, stage, ref.senders[0].generator)
             where = f"{c.name} vs {ref.name} {stage}"
             if not differ:
                 untestable.append(Item(where, f"Type1 modes do not differ across sizes ({modes} "

@@ -311,21 +311,25 @@ def of_set(conditions, *sets):
 
 
 def solo_like(conditions, traffic):
-    """The solo condition with the same size and gaps as traffic, the nearest
-    rate first; None if there is none."""
+    """The solo condition with the same size and gaps as traffic, from the
+    same generator first (generators differ in bursts), then the nearest
+    rate; None if there is none."""
     same = [c for c in of_set(conditions, *SOLO_SETS)
             if (c.senders[0].size, c.senders[0].gaps) == (traffic.size, traffic.gaps)]
-    return min(same, key=lambda c: abs(c.senders[0].rate - traffic.rate), default=None)
+    return min(same, key=lambda c: (c.senders[0].generator != traffic.generator,
+                                    abs(c.senders[0].rate - traffic.rate)), default=None)
 
 
 def type1_nearest_size(conditions, traffic):
     """The Type1 condition whose size is nearest traffic's mean size (the
-    paper sets its Gaussian and Pareto sizes, mean 600 B, beside 550 B)."""
+    paper sets its Gaussian and Pareto sizes, mean 600 B, beside 550 B),
+    from the same generator first."""
     mean = traffic.mean_size
     if mean is None:
         return None
     return min(of_set(conditions, "Type1"),
-               key=lambda c: (abs(c.senders[0].mean_size - mean),
+               key=lambda c: (c.senders[0].generator != traffic.generator,
+                              abs(c.senders[0].mean_size - mean),
                               abs(c.senders[0].rate - traffic.rate)), default=None)
 
 
