@@ -33,3 +33,16 @@ def test_unknown_subcommand_is_a_usage_error():
     assert r.returncode == 2
     assert "unknown subcommand 'nosuch'" in r.stderr and "Traceback" not in r.stderr
     assert "nosuch" not in hopscope("--help").stdout
+
+
+def test_a_reader_that_goes_away_stops_the_command_quietly():
+    """`hopscope scenario check FILE | head -1`: the pipe closes after one
+    line; the command stops without a message (141, as SIGPIPE's)."""
+    # the file 200 times: more lines than a pipe holds, so a write finds it closed
+    table1 = os.path.join(ROOT, "traffic", "paper", "table1.toml")
+    p = subprocess.Popen([sys.executable, "-m", "hopscope", "scenario", "check"] + [table1] * 200,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=ENV)
+    assert p.stdout.readline().startswith(table1.encode())
+    p.stdout.close()
+    err = p.stderr.read().decode()
+    assert p.wait() == 141 and err == "", err

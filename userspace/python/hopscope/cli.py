@@ -7,6 +7,7 @@ found problems), 2 usage error.
 """
 import argparse
 import importlib
+import os
 import sys
 import warnings
 
@@ -68,6 +69,11 @@ def main(argv=None):
             return cmd.run(args, parser)
         except RecordFileError as e:
             print(f"hopscope {name}: {e}", file=sys.stderr)
+        except BrokenPipeError:
+            # the reader went away (| head): stop quietly, as a pipe's writer does,
+            # and let nothing left in stdout's buffer fail at exit
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 141
         except OSError as e:
             where = f"{e.filename}: {e.strerror}" if e.filename else str(e)
             print(f"hopscope {name}: {where}", file=sys.stderr)
