@@ -138,38 +138,37 @@ def lossless(conditions):
     return every(items, "conditions")
 
 
+def _each_type1(conditions, judge):
+    """About every Type1 condition: judge(condition) -> its Item."""
+    return every([judge(c) for c in of_set(conditions, "Type1")], "Type1 conditions")
+
+
 def d_p_not_constant(conditions):
-    items = []
-    for c in of_set(conditions, "Type1"):
-        r = values(c, lambda r: r.delay(ALL, "d_p").spread / np.fmax(r.d_p_noise_ns, BIN_NS))
-        noise = spread_text(values(c, lambda r: r.d_p_noise_ns))
-        items.append(item(c.name, [r], one, (NOT_CONSTANT, np.inf), "×{:.2f}",
-                          "of the probes' own spread",
-                          f"p90 - p10 {spread_text(values(c, lambda r: r.delay(ALL, 'd_p').spread))}"
-                          f" ns; probes {noise} ns"))
-    return every(items, "Type1 conditions")
+    def judge(c):
+        spread = values(c, lambda r: r.delay(ALL, "d_p").spread)
+        noise = values(c, lambda r: r.d_p_noise_ns)
+        return item(c.name, [np.divide(spread, np.fmax(noise, BIN_NS))], one,
+                    (NOT_CONSTANT, np.inf), "×{:.2f}", "of the probes' own spread",
+                    f"p90 - p10 {spread_text(spread)} ns; probes {spread_text(noise)} ns")
+    return _each_type1(conditions, judge)
 
 
 def d_p_not_min_transit(conditions):
-    items = []
-    for c in of_set(conditions, "Type1"):
+    def judge(c):
         med = values(c, lambda r: r.delay(ALL, "d_p").p50)
         least = values(c, lambda r: r.delay(ALL, "transit").least)
         tol = max(MIN_TRANSIT_OFF[0], MIN_TRANSIT_OFF[1] * float(np.nanmedian(med)))
-        items.append(item(c.name, [np.abs(np.subtract(least, med))], one, (tol, np.inf),
-                          "{:.0f}", "ns apart",
-                          f"minimum transit {spread_text(least)} ns, median d_p "
-                          f"{spread_text(med)} ns; at least {tol:.0f} ns apart"))
-    return every(items, "Type1 conditions")
+        return item(c.name, [np.abs(np.subtract(least, med))], one, (tol, np.inf), "{:.0f}",
+                    "ns apart", f"minimum transit {spread_text(least)} ns, median d_p "
+                    f"{spread_text(med)} ns; at least {tol:.0f} ns apart")
+    return _each_type1(conditions, judge)
 
 
 def d_p_peaks(conditions):
-    items = []
-    for c in of_set(conditions, "Type1"):
-        n = values(c, lambda r: len(peaks(r.delay(ALL, "d_p").freq, PEAK_MIN_FREQ,
-                                          PEAK_PROMINENCE)))
-        items.append(item(c.name, [n], one, (SEVERAL_PEAKS, np.inf), "{:.3g}", "peaks"))
-    return every(items, "Type1 conditions")
+    return _each_type1(conditions, lambda c: item(
+        c.name, [values(c, lambda r: len(peaks(r.delay(ALL, "d_p").freq, PEAK_MIN_FREQ,
+                                               PEAK_PROMINENCE)))],
+        one, (SEVERAL_PEAKS, np.inf), "{:.3g}", "peaks"))
 
 
 def _queues_limited(conditions, sets):
