@@ -417,7 +417,10 @@ def test_the_papers_queue_estimate_against_the_exact_occupancy(runs):
     o = outcome("III", [runs("550B", [traffic()], reps(2, pairs_queued))])
     inq = o.items[0]
     assert inq.where == "550B input queue" and inq.verdict == pv.HOLDS and inq.median == 0
-    assert o.items[1].value == "never held two packets: nothing to estimate"
+    assert o.items[1].value == "never held two packets: nothing to estimate there"
+    o = outcome("III", [runs("550B", [traffic()], [pairs_queued(np.random.default_rng(1)),
+                                                    one_peak(np.random.default_rng(2))])])
+    assert o.items[0].value == "never held two packets in 1 of 2 runs: nothing to estimate there"
     o = outcome("III", [runs("550B", [traffic()], reps(2, triples_queued))])
     # departures with a queue: the first of a triple (3 waiting, 3 arrived:
     # right) and the second (2 waiting, none arrived: off by 2)

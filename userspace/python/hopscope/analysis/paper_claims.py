@@ -443,9 +443,10 @@ def estimate_tells_queue(conditions):
         for q in QUEUES:
             err = values(c, lambda r: r.estimate[q].mean_abs_error)
             n = values(c, lambda r: r.estimate[q].queued)
-            if not any(n):
-                items.append(Item(f"{c.name} {q} queue", "never held two packets: nothing to "
-                                  "estimate", UNKNOWN))
+            if not all(n):
+                items.append(Item(f"{c.name} {q} queue", "never held two packets" + (
+                    f" in {n.count(0)} of {len(n)} runs" if any(n) else "") +
+                    ": nothing to estimate there", UNKNOWN))
                 continue
             items.append(item(f"{c.name} {q} queue", [err], one, (0, ESTIMATE_CLOSE), "{:.2f}",
                               "packets off", f"over {spread_text(n)} departures with a queue"))
