@@ -718,3 +718,25 @@ def test_a_sender_is_compared_with_runs_of_its_own_generator(runs):
     o = outcome("D4", [small, iperf, ditg, gauss])
     assert o.verdict == pv.UNKNOWN and not o.measured.startswith("1 hold")
     assert all(i.where.startswith("gaussian vs 550B-ditg ") for i in o.items)
+
+
+def test_mutual_interference_is_waiting_behind_the_other_sender(runs):
+    # alternating senders 40 µs apart: each packet waits 0.5 µs, never
+    # behind another; then every packet waits 50 µs, behind the one before
+    # it, always the other sender's
+    apart = runs(*table("s1-550B_s2-550B", "Table I", reps(2, competing())))
+    o = outcome("E1b", [apart])
+    assert o.verdict == pv.FAILS and [i.value for i in o.items] == [
+        "0.0% behind the other sender's"] * 2
+    queued = runs(*table("s1-550B_s2-550B", "Table I", reps(
+        2, lambda rng: dict(competing()(rng), d_iq=np.full(N, 50_000)))))
+    o = outcome("E1b", [queued])
+    assert o.verdict == pv.HOLDS and all(i.median > 0.99 for i in o.items)
+    # a sender2 packet waiting 50 µs, then two of sender1: the first of
+    # them finds it still there, the second does not; sender2's own find
+    # nothing ahead
+    pairs = runs(*table("s1-550B_s2-550B", "Table I", reps(2, lambda rng: dict(
+        competing()(rng), tos=np.where(np.arange(N) % 3 == 0, 5, 4),
+        d_iq=np.where(np.arange(N) % 3 == 0, 50_000, 300)))))
+    (o1, o2) = outcome("E1b", [pairs]).items
+    assert o1.median == pytest.approx(0.5, abs=0.01) and o2.median == 0

@@ -60,6 +60,8 @@ MEANS_DIFFER = 0.10
 RISE = 0.05
 # the minimum transit "is not" d_p: off by more than two bins or a tenth of it
 MIN_TRANSIT_OFF = (2 * BIN_NS, 0.10)
+# "a mutual interference": at least 1 % of a sender's packets wait behind the other's
+INTERFERE = 0.01
 # a working router: the paper's conditions were lossless...
 LOSS_WORKING = 0.001
 # ...and their queues short: a queue whose p99 reached a tenth of its 1000 is overloaded
@@ -335,6 +337,16 @@ def competition_raises_delay(conditions):
     return most(items, "working Table I-III conditions", excluded)
 
 
+def senders_interfere(conditions):
+    """Each sender of each working competitive condition: the share of its
+    packets that waited behind the other sender's in a queue."""
+    ok, excluded = working(conditions)
+    items = [item(f"{c.name} sender{k}", [values(c, lambda r: r.behind_other.get(s.tos, np.nan))],
+                  one, (INTERFERE, 1), "{:.1%}", "behind the other sender's")
+             for c in of_set(ok, *COMPETITIVE_SETS) for k, s in enumerate(c.senders, 1)]
+    return most(items, "working Table I-III conditions", excluded)
+
+
 def more_breaks_with_two_senders(conditions):
     """Coffee breaks a second, at the solo run's shortest idle-floor
     threshold (the least one judged), against sender1's traffic alone."""
@@ -541,6 +553,13 @@ CLAIMS = (
           "sender1's traffic alone (Type1, same size)",
           f"≥ {1 + RISE:.2f} in more than half the conditions: 'on average', and a rise under "
           f"{RISE:.0%} is not called one" + _WORKING, ALL_SETS, True, competition_raises_delay),
+    Claim("E1b", "IV-E 1)", "a mutual interference among the two senders' packets has "
+          "taken place (the paper's reason for E1)",
+          "share of each sender's packets that found a packet of the other sender in the "
+          "input (arrival..t2) or output (t3..t4) queue when they entered it",
+          f"≥ {INTERFERE:.0%} for the whole interval, for more than half the senders: waiting "
+          "behind the other sender's packets is what interference means in a FIFO queue"
+          + _WORKING, COMPETITIVE_SETS, True, senders_interfere),
     Claim("E2", "IV-E 2)", "each sender's most frequent delays stay close to those of its "
           "traffic alone",
           f"mode at {BIN_NS} ns bins of each delay of each sender (by TOS) minus that of the "

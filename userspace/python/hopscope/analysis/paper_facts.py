@@ -108,6 +108,9 @@ class RunFacts:
     d_p_noise_ns: float = np.nan  # the probes' own spread of d_p (p90 - p10 equivalent)
     sent: int = None             # the generators' count, None where unknown
     received: int = None         # the receiver's
+    # TOS -> share of its packets that waited behind another TOS's packet
+    # in the input or the output queue
+    behind_other: dict = field(default_factory=dict)
 
     def delay(self, group, stage):
         """DelayFacts of a group (ALL or a TOS); empty for a TOS the run never saw."""
@@ -176,7 +179,8 @@ def run_facts(df, counts=None):
                      (("input", (arrival, "t2")), ("output", ("t3", "t4")))},
                     # a normal spread's p90 - p10 is 2.56 of its deviations
                     2.56 * floor["spread_ns"] if floor.get("spread_ns") is not None else np.nan,
-                    counts.get("sent"), counts.get("received"))
+                    counts.get("sent"), counts.get("received"),
+                    behind_other(df, [(arrival, "t2"), ("t3", "t4")]))
 
 
 def delay_facts(values):
@@ -206,6 +210,31 @@ def estimate(df, enter, leave):
     if not queued.any():
         return Estimate(0, np.nan)
     return Estimate(int(queued.sum()), float(np.abs(guess[queued] - exact[queued]).mean()))
+
+
+def behind_other(df, queues):
+    """{TOS: share of its packets that found a packet of another TOS in one
+    of the queues (enter, leave) when they entered it}: one that entered
+    before and left after. Packets seen at neither end of a queue are not
+    in it."""
+    tos = df["tos"].to_numpy()
+    kinds = np.unique(tos)
+    hit = np.zeros(len(df), bool)
+    for enter, leave in queues:
+        s, e, kept = stage_interval(df, enter, leave)[:3]
+        t = tos[kept]
+        rows = np.flatnonzero(kept)
+        for k in kinds:
+            mine, other = t == k, t != k
+            order = np.argsort(s[other], kind="stable")
+            entered = s[other][order]
+            # of the others that entered before it, the latest to leave
+            left = np.maximum.accumulate(e[other][order]) if len(order) else e[:0]
+            j = np.searchsorted(entered, s[mine], side="left") - 1
+            found = j >= 0
+            found[found] = left[j[found]] > s[mine][found]
+            hit[rows[mine]] |= found
+    return {int(k): float(hit[tos == k].mean()) for k in kinds}
 
 
 def peaks(freq, min_freq, prominence):
