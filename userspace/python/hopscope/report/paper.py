@@ -3,7 +3,7 @@
 Reads the finished runs of campaigns of traffic/paper/ (Type1-3, Tables
 I-III; any campaign whose conditions have the same kinds of traffic), checks
 each claim of the paper's Secs. III to V (analysis.paper_claims: the
-statistic, the tolerance fixed before looking, the measured value and a
+statistic, its tolerance fixed in the code with a reason, the measured value and a
 verdict) and redraws Figs. 4-12:
 
     DIR/paper.md      the claims, every item each was judged on, the figures
@@ -337,7 +337,7 @@ def add_arguments(p):
     p.add_argument("-o", "--output", required=True, metavar="DIR",
                    help="folder for paper.md, paper.json, paper.pdf and the figures")
     p.epilog = ("Each claim of the paper's Secs. III to V gets its statistic, the\n"
-                "tolerance fixed before looking, the measured value with its 95 %\n"
+                "tolerance fixed in the code, the measured value with its 95 %\n"
                 "bootstrap interval over the repetitions, and a verdict: holds, does not\n"
                 "hold, or cannot tell (conditions or repetitions missing, or the interval\n"
                 "on both sides of the tolerance). Comparisons that assume a working\n"
