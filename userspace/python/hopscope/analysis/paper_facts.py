@@ -21,7 +21,8 @@ from .coffee import (SWEEP_QUANTILES, at_least, default_arrival, every_break, in
                      thresholds)
 from .hist import relative_histogram
 from .interarrival import seen_sorted
-from .queues import QueueSeries, stage_interval, step_count, time_weighted_hist
+from .queues import (QueueSeries, arrivals_per_departure, stage_interval, step_count,
+                     time_weighted_hist)
 from .stats import grouped_delays, quantile_sorted
 
 # Modes and peaks at 50 ns: delays here are a few hundred ns, so the paper's
@@ -161,8 +162,11 @@ def run_facts(df, counts=None):
     for by in (None, "tos"):
         for d in grouped_delays(df, by, stages):
             delays[(int(d.key[0]) if by else ALL, d.stage)] = delay_facts(d.values)
-    queues = {name: time_weighted_hist(QueueSeries(*step_count(*stage_interval(df, a, b)[:2])))
-              for name, (a, b) in (("input", (arrival, "t2")), ("output", ("t3", "t4")))}
+    # each queue's packets, entry and exit instants, found once for every use
+    spans = {name: stage_interval(df, a, b)[:3]
+             for name, (a, b) in (("input", (arrival, "t2")), ("output", ("t3", "t4")))}
+    queues = {name: time_weighted_hist(QueueSeries(*step_count(s, e)))
+              for name, (s, e, _) in spans.items()}
     every, waits, gap = every_break(df, [arrival])[arrival]
     coffee = [("arrival gap" if rule == "arrival gap" else f"idle floor p{q * 100:g}", least,
                interoccurrence(at_least(every, least)))
@@ -175,12 +179,11 @@ def run_facts(df, counts=None):
                     every["duration_ns"].to_numpy(np.int64),
                     int(arrived[-1] - arrived[0]) if len(arrived) else 0,
                     int(np.count_nonzero(df["t2"].to_numpy())),
-                    {name: estimate(df, a, b) for name, (a, b) in
-                     (("input", (arrival, "t2")), ("output", ("t3", "t4")))},
+                    {name: estimate(s, e) for name, (s, e, _) in spans.items()},
                     # a normal spread's p90 - p10 is 2.56 of its deviations
                     2.56 * floor["spread_ns"] if floor.get("spread_ns") is not None else np.nan,
                     counts.get("sent"), counts.get("received"),
-                    behind_other(df, [(arrival, "t2"), ("t3", "t4")]))
+                    behind_other(df["tos"].to_numpy(), spans.values()))
 
 
 def delay_facts(values):
@@ -196,14 +199,13 @@ def delay_facts(values):
                       quantile_sorted(values, 0.9), float(values[0]))
 
 
-def estimate(df, enter, leave):
-    """Estimate of a queue between two stages (the packets seen at both)."""
-    s, e = stage_interval(df, enter, leave)[:2]
-    s.sort()
-    e.sort()
+def estimate(enter, leave):
+    """Estimate of a queue whose packets entered and left at these instants
+    (stage_interval: the packets seen at both ends)."""
+    s, e = np.sort(enter), np.sort(leave)
     if len(e) < 2:
         return Estimate(0, np.nan)
-    guess = np.diff(np.searchsorted(s, e, side="right"))
+    guess = arrivals_per_departure(s, e)
     # at departure k: entered by then, less those gone before it
     exact = (np.searchsorted(s, e, side="right") - np.searchsorted(e, e, side="left"))[1:]
     queued = exact >= 2
@@ -212,16 +214,14 @@ def estimate(df, enter, leave):
     return Estimate(int(queued.sum()), float(np.abs(guess[queued] - exact[queued]).mean()))
 
 
-def behind_other(df, queues):
+def behind_other(tos, spans):
     """{TOS: share of its packets that found a packet of another TOS in one
-    of the queues (enter, leave) when they entered it}: one that entered
-    before and left after. Packets seen at neither end of a queue are not
-    in it."""
-    tos = df["tos"].to_numpy()
+    of the queues when they entered it}: one that entered before and left
+    after. tos: each record's; spans: each queue's (entry, exit, kept) of
+    stage_interval. Packets seen at neither end of a queue are not in it."""
     kinds = np.unique(tos)
-    hit = np.zeros(len(df), bool)
-    for enter, leave in queues:
-        s, e, kept = stage_interval(df, enter, leave)[:3]
+    hit = np.zeros(len(tos), bool)
+    for s, e, kept in spans:
         t = tos[kept]
         rows = np.flatnonzero(kept)
         for k in kinds:
