@@ -95,6 +95,21 @@ def working(conditions):
             [(c.name, why[c.name]) for c in conditions if why[c.name]])
 
 
+def _with_reference(conditions, sets, reference, missing, each):
+    """each(condition, reference(working conditions, its sender1), the
+    working conditions) -> items, for every working condition of the sets;
+    an item saying `missing` where there is no reference. (items, excluded)"""
+    ok, excluded = working(conditions)
+    items = []
+    for c in of_set(ok, *sets):
+        ref = reference(ok, c.senders[0])
+        if ref is None:
+            items.append(Item(c.name, missing, UNKNOWN))
+        else:
+            items += each(c, ref, ok)
+    return items, excluded
+
+
 def enough(*conditions):
     return all(len(c.runs) >= MIN_REPETITIONS for c in conditions)
 
@@ -268,14 +283,18 @@ def _size_matters(conditions, stage, generator):
     return differ, ", ".join(f"{c.name} {spread_text(modes[c.name])}" for c in t1)
 
 
+def _against_type1(conditions, each):
+    """each(condition, its Type1 reference, the working conditions) ->
+    items, for every working Type2/Type3 condition; (items, excluded)."""
+    return _with_reference(conditions, ("Type2", "Type3"), type1_nearest_size,
+                           "no working Type1 condition to compare with", each)
+
+
 def modes_follow_mean_size(conditions):
-    ok, excluded = working(conditions)
-    items, untestable = [], []
-    for c in of_set(ok, "Type2", "Type3"):
-        ref = type1_nearest_size(ok, c.senders[0])
-        if ref is None:
-            items.append(Item(c.name, "no working Type1 condition to compare with", UNKNOWN))
-            continue
+    untestable = []
+
+    def each(c, ref, ok):
+        out = []
         for stage in _stages(c):
             differ, modes = _size_matters(ok, stage, ref.senders[0].generator)
             where = f"{c.name} vs {ref.name} {stage}"
@@ -283,10 +302,12 @@ def modes_follow_mean_size(conditions):
                 untestable.append(Item(where, f"Type1 modes do not differ across sizes ({modes} "
                                        "ns): size has no effect to follow", UNKNOWN))
                 continue
-            items.append(item(where, [values(ref, lambda r: r.delay(ALL, stage).mode_ns),
-                                      values(c, lambda r: r.delay(ALL, stage).mode_ns)],
-                              lambda a, b: b - a, (-MODE_CLOSE_NS, MODE_CLOSE_NS), "{:+.0f}",
-                              "ns", _mode_note(c, ref, stage=stage)))
+            out.append(item(where, [values(ref, lambda r: r.delay(ALL, stage).mode_ns),
+                                    values(c, lambda r: r.delay(ALL, stage).mode_ns)],
+                            lambda a, b: b - a, (-MODE_CLOSE_NS, MODE_CLOSE_NS), "{:+.0f}",
+                            "ns", _mode_note(c, ref, stage=stage)))
+        return out
+    items, excluded = _against_type1(conditions, each)
     # judged where size moves the Type1 modes; the rest said, not counted
     o = every(items, "delay whose Type1 modes differ across sizes, beside a working "
               "Type2/Type3 condition", excluded)
@@ -297,40 +318,25 @@ def modes_follow_mean_size(conditions):
 
 
 def means_differ(conditions):
-    ok, excluded = working(conditions)
-    items = []
-    for c in of_set(ok, "Type2", "Type3"):
-        ref = type1_nearest_size(ok, c.senders[0])
-        if ref is None:
-            items.append(Item(c.name, "no working Type1 condition to compare with", UNKNOWN))
-            continue
-        for stage in DELAYS:
-            items.append(item(f"{c.name} vs {ref.name} {stage}",
-                              [values(ref, lambda r: r.delay(ALL, stage).mean),
-                               values(c, lambda r: r.delay(ALL, stage).mean)],
-                              lambda a, b: np.abs(_ratio(b, a) - 1), (MEANS_DIFFER, np.inf),
-                              "{:.0%}", "apart"))
+    items, excluded = _against_type1(conditions, lambda c, ref, ok: [
+        item(f"{c.name} vs {ref.name} {stage}", [values(ref, lambda r: r.delay(ALL, stage).mean),
+                                                 values(c, lambda r: r.delay(ALL, stage).mean)],
+             lambda a, b: np.abs(_ratio(b, a) - 1), (MEANS_DIFFER, np.inf), "{:.0%}", "apart")
+        for stage in DELAYS])
     return most(items, "working Type2/Type3 conditions beside a Type1 one", excluded)
 
 
 # ---- Sec. IV-E ----
 
 def _solo_pairs(conditions, each):
-    """each(condition, its sender1's solo condition) -> items, for every
-    working competitive condition."""
-    ok, excluded = working(conditions)
-    items = []
-    for c in of_set(ok, *COMPETITIVE_SETS):
-        ref = solo_like(ok, c.senders[0])
-        if ref is None:
-            items.append(Item(c.name, "no working solo run of sender1's traffic", UNKNOWN))
-        else:
-            items += each(c, ref)
-    return items, excluded
+    """each(condition, its sender1's solo condition, the working conditions)
+    -> items, for every working competitive condition; (items, excluded)."""
+    return _with_reference(conditions, COMPETITIVE_SETS, solo_like,
+                           "no working solo run of sender1's traffic", each)
 
 
 def competition_raises_delay(conditions):
-    items, excluded = _solo_pairs(conditions, lambda c, ref: [item(
+    items, excluded = _solo_pairs(conditions, lambda c, ref, ok: [item(
         f"{c.name} vs {ref.name}", [values(ref, lambda r: r.delay(ALL, "transit").mean),
                                     values(c, lambda r: r.delay(ALL, "transit").mean)],
         lambda a, b: _ratio(b, a), (1 + RISE, np.inf), "×{:.2f}")])
@@ -350,17 +356,17 @@ def senders_interfere(conditions):
 def more_breaks_with_two_senders(conditions):
     """Coffee breaks a second, at the solo run's shortest idle-floor
     threshold (the least one judged), against sender1's traffic alone."""
-    def each(c, ref):
+    def each(c, ref, ok):
         least = [min(floors) for r in ref.runs
                  if (floors := [x for name, x, _ in r.coffee if name.startswith("idle floor")])]
         if not least:
             return [Item(f"{c.name} vs {ref.name}", "no idle floor in the solo runs", UNKNOWN)]
         t = float(np.median(least))
-        return [item(f"{c.name} vs {ref.name}", [values(ref, lambda r: r.breaks_per_s(t)),
-                                                 values(c, lambda r: r.breaks_per_s(t))],
-                     lambda a, b: _ratio(b, a), (1 + RISE, np.inf), "×{:.2f}", "",
-                     f"breaks ≥ {t / 1000:.3g} µs: {spread_text(values(c, lambda r: r.breaks_per_s(t)))}"
-                     f" /s against {spread_text(values(ref, lambda r: r.breaks_per_s(t)))} /s")]
+        alone, both = (values(x, lambda r: r.breaks_per_s(t)) for x in (ref, c))
+        return [item(f"{c.name} vs {ref.name}", [alone, both], lambda a, b: _ratio(b, a),
+                     (1 + RISE, np.inf), "×{:.2f}", "",
+                     f"breaks ≥ {t / 1000:.3g} µs: {spread_text(both)} /s against "
+                     f"{spread_text(alone)} /s")]
     items, excluded = _solo_pairs(conditions, each)
     return most(items, "working Table I-III conditions", excluded)
 
@@ -402,18 +408,22 @@ def _d_p_growth(c, k, s, ref):
             for what in ("mean", "spread")]
 
 
+def _d_p_growth_by_sender(conditions):
+    """(items, excluded, [(mean item, spread item)] of each sender with a solo run)"""
+    pairs = []
+
+    def each(c, k, s, ref):
+        pairs.append(_d_p_growth(c, k, s, ref))
+        return pairs[-1]
+    return (*_per_sender(conditions, each), pairs)
+
+
 def d_p_grows(conditions):
-    items, excluded = _per_sender(conditions, _d_p_growth)
+    items, excluded, pairs = _d_p_growth_by_sender(conditions)
     out = every(items, "working Table I-III conditions", excluded)
     # the paper speaks of both at once: how many senders show both
-    by = {}
-    for i in items:
-        for what in ("mean", "spread"):
-            if f" d_p {what} " in i.where:
-                by.setdefault(i.where.replace(f" d_p {what} ", " "), {})[what] = i.verdict
-    both = [v for v in by.values() if len(v) == 2]
-    out.measured += (f"; both rise for {sum(set(v.values()) == {HOLDS} for v in both)} of "
-                     f"{len(both)} senders")
+    both = sum(all(i.verdict == HOLDS for i in p) for p in pairs)
+    out.measured += f"; both rise for {both} of {len(pairs)} senders"
     return out
 
 
@@ -422,10 +432,9 @@ def d_p_grows_most_in_table3(conditions):
     other two sets', its interval from resampling each set's items."""
     ratios = {}
     for name in COMPETITIVE_SETS:
-        growth, _ = _per_sender(of_set(conditions, name, *SOLO_SETS), _d_p_growth)
-        for what in ("mean", "spread"):
-            ratios[name, what] = [i.median for i in growth
-                                  if f" d_p {what} " in i.where and np.isfinite(i.median)]
+        pairs = _d_p_growth_by_sender(of_set(conditions, name, *SOLO_SETS))[2]
+        for j, what in enumerate(("mean", "spread")):
+            ratios[name, what] = [p[j].median for p in pairs if np.isfinite(p[j].median)]
     items, verdicts = [], {}
     for what in ("mean", "spread"):
         sets = [ratios[n, what] for n in COMPETITIVE_SETS]
