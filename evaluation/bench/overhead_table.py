@@ -22,6 +22,8 @@ import re
 import statistics
 import sys
 
+from markers import MarkerError, replace
+
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "evaluation", "results", "overhead-*.json")
 BEGIN = ("<!-- overhead tables: evaluation/bench/overhead_table.py writes them from "
@@ -45,10 +47,6 @@ AGGREGATE = (("aggregate", "aggregate", None), ("1 in 64", "sampled", None),
 CLOCK = (("clock floor", "clock", None), ("clock floor/floor", "clock", "floor"),
          ("traced/clock floor", "traced", "clock"))
 BOLD = ("traced/untraced", "aggregate/untraced", "1 in 64/untraced")
-
-
-class TableError(Exception):
-    pass
 
 
 def cpu_label(cpu):
@@ -250,14 +248,6 @@ def summary(results):
     return "\n".join(lines)
 
 
-def replace(text, block, begin, end):
-    """text with block between the markers begin and end."""
-    start, stop = text.find(begin), text.find(end)
-    if start < 0 or stop < start:
-        raise TableError(f"no markers {begin!r} ... {end!r}")
-    return text[:start + len(begin)] + "\n" + block + "\n" + text[stop:]
-
-
 def main():
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -284,9 +274,9 @@ def main():
                 old = f.read()
             try:
                 texts[path] = (old, replace(old, block, begin, end))
-            except TableError as e:
-                raise TableError(f"{path}: {e}") from None
-    except (OSError, ValueError, TableError) as e:
+            except MarkerError as e:
+                raise MarkerError(f"{path}: {e}") from None
+    except (OSError, ValueError, MarkerError) as e:
         print(f"evaluation/bench/overhead_table.py: {e}", file=sys.stderr)
         return 1
     except (KeyError, TypeError, AttributeError) as e:

@@ -15,6 +15,8 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
+from markers import MarkerError, replace  # noqa: E402
 BEGIN = "<!-- verdicts: made from paper.json by evaluation/paper/verdicts.py -->"
 END = "<!-- end of verdicts -->"
 
@@ -46,14 +48,11 @@ def main():
             report = json.load(f)
         with open(a.readme) as f:
             text = f.read()
+        new = replace(text, "\n".join(table(report)), BEGIN, END)
     except (OSError, ValueError) as e:
         sys.exit(f"evaluation/paper/verdicts.py: {e}")
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        sys.exit(f"evaluation/paper/verdicts.py: {a.readme}: needs the lines {BEGIN} and {END}, "
-                 "once each, in that order")
-    head, rest = text.split(BEGIN)
-    tail = rest.split(END)[1]
-    new = head + "\n".join([BEGIN, *table(report), END]) + tail
+    except MarkerError as e:
+        sys.exit(f"evaluation/paper/verdicts.py: {a.readme}: {e}")
     if a.check:
         if new != text:
             sys.exit(f"evaluation/paper/verdicts.py: {a.readme}'s verdicts are not those of "

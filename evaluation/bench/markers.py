@@ -1,0 +1,14 @@
+"""Generated blocks of a Markdown page: the text between two marker lines,
+which the script that makes it rewrites (and its --check compares)."""
+
+
+class MarkerError(Exception):
+    """A page without its two markers, each once and in order."""
+
+
+def replace(text, block, begin, end):
+    """text with block between the markers begin and end."""
+    if text.count(begin) != 1 or text.count(end) != 1 or text.index(begin) > text.index(end):
+        raise MarkerError(f"no markers {begin!r} ... {end!r}, once each and in that order")
+    start, stop = text.index(begin), text.index(end)
+    return text[:start + len(begin)] + "\n" + block + "\n" + text[stop:]
