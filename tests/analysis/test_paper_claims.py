@@ -366,9 +366,9 @@ def test_an_overloaded_or_lossy_condition_is_left_out_by_name(runs):
     o = outcome("D5", [type1, lossy])
     assert o.excluded == [("gaussian", "lost 10 % of the packets sent")]
     # the queue claims read it all the same: there it fails
-    assert outcome("D2", [runs("550B", [traffic()], piled_reps := reps(
-        2, lambda rng: dict(one_peak(rng), d_iq=np.full(N, 10_000_000))))]).verdict == pv.FAILS
-    assert len(piled_reps) == 2
+    piled1 = runs("550B", [traffic()], reps(
+        2, lambda rng: dict(one_peak(rng), d_iq=np.full(N, 10_000_000))))
+    assert outcome("D2", [piled1]).verdict == pv.FAILS
 
 
 def test_a_type2_run_is_compared_with_the_type1_size_nearest_its_mean(runs):
@@ -448,12 +448,8 @@ def competing(extra_ns=0, share=0.0, breaks_every=None):
     packets get extra_ns more d_p (and so more transit); breaks_every: a
     run of LONG idle packets with coffee breaks that often."""
     def make(rng):
-        base = (coffee_every(breaks_every)(rng) if breaks_every else {})
-        n = len(base.get("d_p", ())) or N
-        d = dict(with_tail(share, extra_ns)(rng), tos=np.where(np.arange(N) % 2, 5, 4))
-        if breaks_every:
-            d.update(base, tos=np.where(np.arange(n) % 2, 5, 4))
-        return d
+        d = coffee_every(breaks_every)(rng) if breaks_every else with_tail(share, extra_ns)(rng)
+        return dict(d, tos=np.where(np.arange(len(d["d_p"])) % 2, 5, 4))
     return make
 
 
