@@ -644,6 +644,9 @@ def test_paper_writes_markdown_pdf_and_figures(campaigns, tmp_path):
     assert "D3 (IV-D 3))" in text and "tolerance:" in text
     assert re.findall(r"Fig\. (\d+) redrawn", text) == [str(n) for n in range(4, 13)]
     assert pages == text.count("hopscope paper — the claims") + 9
+    # no page of the claims is its title alone
+    assert all(len(page.strip().splitlines()) > 1 for page in text.split("\f")
+               if page.startswith("hopscope paper — the claims"))
 
 
 def test_a_figure_without_its_condition_says_so(campaigns, tmp_path):

@@ -190,9 +190,11 @@ def draw_figures(conditions, outdir, pdf):
             f = plt.figure(figsize=PAGE, layout="constrained")
             (_draw_queues_coffee if number == 7 else _draw_delays)(f, c)
             bins = "" if number == 7 else f", {pf.BIN_NS} ns bins"
-            f.suptitle(f"Fig. {number} redrawn — {what}\n{c.name} "
-                       f"({'; '.join(s.describe() for s in c.senders)}), {len(c.runs)} "
-                       f"repetitions pooled{bins}")
+            drawn_from = (f"{c.name} ({'; '.join(s.describe() for s in c.senders)}), "
+                          f"{len(c.runs)} repetitions pooled{bins}")
+            # a long condition name and two senders: wrapped to the page's width
+            f.suptitle("\n".join([f"Fig. {number} redrawn — {what}",
+                                  *textwrap.wrap(drawn_from, 110)]))
             with atomic(path) as tmp:
                 f.savefig(tmp, format="png", dpi=100)
             pdf.savefig(f)
@@ -258,9 +260,10 @@ def _row(*cells):
 def _text_lines(conditions, outcomes, dirs):
     lines = ["Campaigns: " + ", ".join(dirs),
              f"{len(conditions)} conditions, {sum(len(c.runs) for c in conditions)} runs; "
-             "every item of every claim is in paper.md.", ""]
+             "every item of every claim is in paper.md."]
     for claim, o in outcomes:
-        lines += [f"{claim.id} ({claim.section}) {claim.text}: {o.verdict.upper()}"]
+        # the blank line before a claim, not after: none ends the last page alone
+        lines += ["", f"{claim.id} ({claim.section}) {claim.text}: {o.verdict.upper()}"]
         left_out = "; ".join(f"{name} ({why})" for name, why in o.excluded)
         for label, text in (("statistic", claim.statistic), ("tolerance", claim.tolerance),
                             ("arrival", o.arrival), ("measured", o.measured),
@@ -269,7 +272,6 @@ def _text_lines(conditions, outcomes, dirs):
                 continue
             lines += textwrap.wrap(f"{label}: {text}", 130, initial_indent="    ",
                                    subsequent_indent="        ")
-        lines.append("")
     return lines
 
 
