@@ -48,6 +48,7 @@ struct hs_iface {
 struct hs_config {
 	const char *netns;		/* name under /run/netns, or NULL = current */
 	uint64_t netns_inum;		/* inode of the router's netns (filled after entering it) */
+	const char *router_id;		/* --router-id, NULL: HOST or HOST/NETNS (runmeta.c) */
 	struct hs_iface ifaces[HS_MAX_IFACES];
 	int n_ifaces;
 	uint32_t stages;		/* HS_STAGE_BIT mask */

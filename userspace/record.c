@@ -93,11 +93,14 @@ static const char doc[] =
 enum {
 	OPT_STAGES = 1000, OPT_XDP, OPT_SLOTS, OPT_RING, OPT_NODROPS, OPT_BACKEND, OPT_FLOOR,
 	OPT_READY_FD, OPT_CALIBRATION, OPT_HIST, OPT_AGGREGATE, OPT_SNAPSHOT, OPT_COUNTERS_EVERY,
-	OPT_SAMPLE, OPT_CPU_BUDGET, OPT_GRO, OPT_REALTIME, OPT_DRAIN_THREADS,
+	OPT_SAMPLE, OPT_CPU_BUDGET, OPT_GRO, OPT_REALTIME, OPT_DRAIN_THREADS, OPT_ROUTER_ID,
 };
 
 static const struct argp_option options[] = {
 	{ "netns", 'n', "NAME", 0, "router's network namespace (/run/netns/NAME)" },
+	{ "router-id", OPT_ROUTER_ID, "ID", 0, "this router's name on a path of several, in the "
+	  "file's header (1-" HS_STR(HS_ROUTER_ID_MAX) " printable ASCII characters, no space; "
+	  "default: the hostname, HOST/NETNS with --netns)" },
 	{ "in", 'i', "IF[,IF]", 0, "input interfaces (XDP, t1)" },
 	{ "out", 'O', "IF[,IF]", 0, "output interfaces (t4)" },
 	{ "output", 'o', "FILE", 0, "record file to write (.hsr)" },
@@ -225,6 +228,13 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 
 	switch (key) {
 	case 'n': o->cfg.netns = arg; break;
+	case OPT_ROUTER_ID:
+		/* one line, without the value: it may hold a newline */
+		if (!hs_router_id_ok(arg))
+			argp_failure(state, 2, 0, "--router-id takes 1 to %d printable ASCII "
+				     "characters and no space or control character", HS_ROUTER_ID_MAX);
+		o->cfg.router_id = arg;
+		break;
 	case 'i':
 	case 'O':
 		if (!has_name(arg))

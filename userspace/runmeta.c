@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/timex.h>
 #include <sys/utsname.h>
 #include <time.h>
 #include <unistd.h>
@@ -40,6 +42,7 @@ void hs_clocks_now(struct hs_clocks *c)
 		}
 	}
 	c->mono_to_real_ns = (int64_t)(c->real_ns - c->mono_ns);
+	c->err_ns = (int64_t)(best / 2);
 }
 
 static char *first_line(const char *path, const char *prefix)
@@ -112,6 +115,22 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
+/* modes 0: adjtimex reads the kernel's NTP state and sets nothing */
+static void realtime_sync(struct hs_clock_facts *f)
+{
+	struct timex tx = { .modes = 0 };
+
+	f->sync.valid = adjtimex(&tx) >= 0;
+	if (!f->sync.valid)
+		return;
+	f->sync.synced = !(tx.status & STA_UNSYNC);
+	f->sync.status = tx.status;
+	f->sync.tai_s = tx.tai;
+	/* maxerror and esterror are in microseconds whatever STA_NANO says */
+	f->sync.maxerror_ns = (int64_t)tx.maxerror * 1000;
+	f->sync.esterror_ns = (int64_t)tx.esterror * 1000;
+}
+
 void hs_clock_facts_read(struct hs_clock_facts *f)
 {
 	static uint64_t t[HS_CLOCK_READS + 1];
@@ -130,13 +149,16 @@ void hs_clock_facts_read(struct hs_clock_facts *f)
 		t[i] = t[i + 1] - t[i];
 	qsort(t, HS_CLOCK_READS, sizeof(t[0]), cmp_u64);
 	f->read_ns = t[HS_CLOCK_READS / 2];
+	f->boot_id = first_line("/proc/sys/kernel/random/boot_id", NULL);
+	realtime_sync(f);
 }
 
 void hs_clock_facts_free(struct hs_clock_facts *f)
 {
 	free(f->clocksource);
 	free(f->available);
-	f->clocksource = f->available = NULL;
+	free(f->boot_id);
+	f->clocksource = f->available = f->boot_id = NULL;
 }
 
 void hs_clock_warn(const struct hs_clock_facts *f)
@@ -173,7 +195,8 @@ static void signed_or_null(struct js *j, const char *key, int64_t v)
 }
 
 /* "clock": the facts above, null where unknown */
-static void clock_json(struct js *j, const struct hs_clock_facts *f, const struct hs_backend *b)
+static void clock_json(struct js *j, const struct hs_clock_facts *f, const struct hs_backend *b,
+		       const struct hs_clocks *start)
 {
 	js_open(j, "clock", '{');
 	js_str(j, "clocksource", f->clocksource);
@@ -197,7 +220,33 @@ static void clock_json(struct js *j, const struct hs_clock_facts *f, const struc
 	signed_or_null(j, "resolution_ns", f->resolution_ns);
 	signed_or_null(j, "user_read_cost_ns", f->read_ns);
 	js_u64(j, "user_read_cost_reads", HS_CLOCK_READS);
+	/* what aligns this host's instants with another's (docs/clock.md) */
+	js_str(j, "boot_id", f->boot_id);
+	if (f->sync.valid) {
+		js_open(j, "realtime_sync", '{');
+		js_bool(j, "synced", f->sync.synced);
+		js_i64(j, "maxerror_ns", f->sync.maxerror_ns);
+		js_i64(j, "esterror_ns", f->sync.esterror_ns);
+		js_i64(j, "status", f->sync.status);
+		js_i64(j, "tai_offset_s", f->sync.tai_s);
+		js_close(j, '}');
+	} else {
+		js_raw(j, "realtime_sync", NULL);
+	}
+	js_i64(j, "mono_to_realtime_err_ns", start->err_ns);
 	js_close(j, '}');
+}
+
+int hs_router_id_ok(const char *id)
+{
+	size_t n = strlen(id);
+
+	if (!n || n > HS_ROUTER_ID_MAX)
+		return 0;
+	for (const unsigned char *c = (const unsigned char *)id; *c; c++)
+		if (*c <= ' ' || *c > '~')
+			return 0;
+	return 1;
 }
 
 /* "hooks": one object per probe, whichever backend attached it */
@@ -232,6 +281,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	struct js cmd;
 	struct hs_sampling sampling;
 	char *model = first_line("/proc/cpuinfo", "model name");
+	char id[sizeof(host) + 1 + NAME_MAX + 1];	/* a netns is a file name */
 
 	uname(&u);
 	gethostname(host, sizeof(host) - 1);
@@ -258,6 +308,10 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_bool(j, "floor_clock", cfg->floor == HS_FLOOR_CLOCK);
 	js_str(j, "command", js_text(&cmd) ? js_text(&cmd) : "");
 	js_str(j, "hostname", host);
+	/* the default, HOST/NETNS, tells routers in namespaces of one host apart */
+	snprintf(id, sizeof(id), cfg->netns ? "%s/%s" : "%s", host, cfg->netns);
+	js_str(j, "router_id", cfg->router_id ? cfg->router_id : id);
+	js_bool(j, "router_id_given", cfg->router_id != NULL);
 	js_u64(j, "start_realtime_ns", start->real_ns);
 	js_u64(j, "start_monotonic_ns", start->mono_ns);
 	js_i64(j, "mono_to_realtime_ns", start->mono_to_real_ns);
@@ -267,7 +321,7 @@ void hs_runmeta_header(struct js *j, const struct hs_config *cfg, const struct h
 	js_str(j, "machine", u.machine);
 	js_close(j, '}');
 	js_str(j, "clocksource", clock->clocksource);	/* as before "clock" */
-	clock_json(j, clock, b);
+	clock_json(j, clock, b, start);
 	js_open(j, "cpu", '{');
 	js_str(j, "model", model);
 	js_u64(j, "count", sysconf(_SC_NPROCESSORS_ONLN));

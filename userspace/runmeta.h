@@ -11,6 +11,7 @@ struct hs_clocks {
 	uint64_t mono_ns;
 	uint64_t real_ns;
 	int64_t mono_to_real_ns;	/* realtime = monotonic + this */
+	int64_t err_ns;			/* half the monotonic bracket of the realtime read */
 };
 
 void hs_clocks_now(struct hs_clocks *c);
@@ -24,6 +25,13 @@ struct hs_clock_facts {
 	int constant_tsc, nonstop_tsc;	/* 1 on every CPU, 0 missing on one, -1 unknown */
 	int64_t resolution_ns;		/* clock_getres(CLOCK_MONOTONIC) */
 	int64_t read_ns;		/* median cost of one clock_gettime(CLOCK_MONOTONIC) */
+	char *boot_id;			/* /proc/sys/kernel/random/boot_id: one boot, one clock */
+	/* adjtimex() read only: how far CLOCK_REALTIME is from true time, as
+	 * NTP or PTP told the kernel (valid 0: unreadable) */
+	struct {
+		int valid, synced, status, tai_s;
+		int64_t maxerror_ns, esterror_ns;
+	} sync;
 };
 
 #define HS_CLOCK_READS 10000	/* reads behind read_ns */
@@ -33,6 +41,10 @@ void hs_clock_facts_free(struct hs_clock_facts *f);
  * instants less accurate: a clocksource other than tsc, a TSC not constant or
  * not non-stop */
 void hs_clock_warn(const struct hs_clock_facts *f);
+/* --router-id: 1 to HS_ROUTER_ID_MAX bytes, each printable ASCII other than
+ * a space (1), or not (0) */
+#define HS_ROUTER_ID_MAX 64
+int hs_router_id_ok(const char *id);
 /* the header's "command": the command line, cut at a character boundary past this */
 #define HS_COMMAND_MAX 65536
 /* the header JSON: the run, the machine, its clock, the interfaces, and what b attached */
