@@ -17,21 +17,68 @@ PING_WAIT=10		# seconds up waits for end-to-end ping
 
 # The layout, typed here and nowhere else: `layout --json` and `status --json`
 # print it for the Python side (hopscope/traffic/testbed.py) and for scripts.
-# host role, host interface, router interface, subnet number
-LINKS=("sender1 s1-eth0 r-s1 1" "sender2 s2-eth0 r-s2 2" "receiver rx-eth0 r-rx 3")
-ROLES=(sender1 sender2 router receiver)
+# Each host's link to the chain of routers: host role, host interface, router
+# interface, subnet number. The senders' links go to the first router, the
+# receiver's to the last.
+HOST_LINKS=("sender1 s1-eth0 r-s1 1" "sender2 s2-eth0 r-s2 2" "receiver rx-eth0 r-rx 3")
 SENDERS=(sender1 sender2)
-ROUTER_IN=() ROUTER_OUT='' RX_IF=''	# filled from LINKS below
-for l in "${LINKS[@]}"; do
-	read -r role host_if rt_if _ <<<"$l"
-	if [ "$role" = receiver ]; then ROUTER_OUT=$rt_if RX_IF=$host_if; else ROUTER_IN+=("$rt_if"); fi
-done
-unset l role host_if rt_if
+MAX_ROUTERS=4
+HOP_SUBNET=10	# the link from router rK to rK+1 is subnet HOP_SUBNET + K
+# Every namespace any testbed of this prefix may have: down and the left-over
+# checks look for all of them, whatever the chain's length.
+ALL_ROLES=("${SENDERS[@]}" router $(seq -f r%g "$MAX_ROUTERS") receiver)
+declare -A R_IN R_OUT R_PREV R_NEXT R_SHAPE
+
+# The chain of N routers (plan_chain N) sets:
+#   ROUTERS  router roles in path order: (router) for one, (r1 .. rN) for more
+#   ROLES    every namespace's role: senders, routers, receiver
+#   LINKS    "host-role host-if router-role router-if subnet position": one
+#            veth pair each, the router side .1 and the host side .2; between
+#            routers rK and rK+1 the "host" is rK+1. Position: how many routers
+#            are before the link (0 for the senders', N for the receiver's).
+#   R_IN[role] R_OUT[role] R_PREV[role] R_NEXT[role]  a router's input
+#            interfaces, its output interface, the roles feeding it and the
+#            role its output feeds
+#   RX_IF    the receiver's interface
+plan_chain() {
+	local n=$1 k l role host_if rt_if sub first last
+	NROUTERS=$n ROUTERS=()
+	if [ "$n" = 1 ]; then
+		ROUTERS=(router)
+	else
+		for ((k = 1; k <= n; k++)); do ROUTERS+=("r$k"); done
+	fi
+	first=${ROUTERS[0]} last=${ROUTERS[n - 1]}
+	ROLES=("${SENDERS[@]}" "${ROUTERS[@]}" receiver)
+	LINKS=() R_IN=() R_OUT=() R_PREV=() R_NEXT=()
+	for l in "${HOST_LINKS[@]}"; do
+		read -r role host_if rt_if sub <<<"$l"
+		[ "$role" != receiver ] || continue
+		LINKS+=("$role $host_if $first $rt_if $sub 0")
+		R_IN[$first]+="${R_IN[$first]:+ }$rt_if" R_PREV[$first]+="${R_PREV[$first]:+ }$role"
+	done
+	for ((k = 1; k < n; k++)); do
+		LINKS+=("r$((k + 1)) r$((k + 1))-r$k r$k r$k-r$((k + 1)) $((HOP_SUBNET + k)) $k")
+		R_OUT[r$k]=r$k-r$((k + 1)) R_NEXT[r$k]=r$((k + 1))
+		R_IN[r$((k + 1))]=r$((k + 1))-r$k R_PREV[r$((k + 1))]=r$k
+	done
+	for l in "${HOST_LINKS[@]}"; do
+		read -r role host_if rt_if sub <<<"$l"
+		[ "$role" = receiver ] || continue
+		LINKS+=("$role $host_if $last $rt_if $sub $n")
+		R_OUT[$last]=$rt_if R_NEXT[$last]=$role RX_IF=$host_if
+	done
+}
+plan_chain 1
+
+is_router() {	# ROLE
+	[[ " ${ROUTERS[*]} " == *" $1 "* ]]
+}
 
 # Addresses on link SUBNET; END is 1 for the router's side, 2 for the host's.
 addr4() { echo "198.18.$1.$2"; }	# RFC 2544 benchmarking range 198.18.0.0/15
 addr6() { echo "2001:2:0:$1::$2"; }	# RFC 5180 benchmarking range 2001:2::/48
-mac() { echo "02:00:c6:12:0$1:0$2"; }
+mac() { printf '02:00:c6:12:%02x:%02x\n' "$1" "$2"; }	# the IPv4 address's last octets, hex
 PLEN4=24 PLEN6=64
 
 link_of() {	# ROLE: prints that host role's LINKS entry
@@ -42,8 +89,9 @@ link_of() {	# ROLE: prints that host role's LINKS entry
 	return 1
 }
 
-host_addr4() { local l; l=$(link_of "$1") && addr4 "${l##* }" 2; }
-host_addr6() { local l; l=$(link_of "$1") && addr6 "${l##* }" 2; }
+link_subnet() { local l; l=$(link_of "$1") && read -r _ _ _ _ l _ <<<"$l" && echo "$l"; }
+host_addr4() { local n; n=$(link_subnet "$1") && addr4 "$n" 2; }
+host_addr6() { local n; n=$(link_subnet "$1") && addr6 "$n" 2; }
 host_if() { local l; l=$(link_of "$1") && read -r _ l _ <<<"$l" && echo "$l"; }
 
 usage() {
@@ -70,6 +118,10 @@ Commands:
   help          this text
 
 Options for up:
+  --routers N   a chain of N routers (1 to $MAX_ROUTERS, default 1): senders -> r1 -> ..
+                -> rN -> receiver, each in its namespace, joined by rK-rK+1 ..
+                rK+1-rK; one router is the namespace "router" as always. Every
+                option below applies to every router
   --mode rps|inline|napi   where the router's receive processing runs (default rps)
         rps     RPS on r-s1 and r-s2 to the last CPU, senders on CPU0: the router
                 has its own CPU and a real input queue (the backlog) forms
@@ -84,7 +136,11 @@ Options for up:
                 Ethernet wire carries it, $ETHERNET_WIRE bytes more (preamble, FCS, gap).
                 The burst is 1 ms of tokens, at least two full frames; frame:
                 one full frame ($FRAME bytes, with ethernet $((FRAME + ETHERNET_WIRE))), as a NIC
-                that sends back to back at its rate
+                that sends back to back at its rate. On a chain this shapes
+                the last router's output
+  --shape rK=SPEC
+                the same on router K's output (rK-rK+1; for the last, r-rx);
+                repeat for several routers. rN= and a bare SPEC are one qdisc
   --shape-in none|tbf:...|htb:...
                 the same shaper on each sender's interface toward the router
                 (s1-eth0, s2-eth0, in the senders' namespaces): the senders'
@@ -112,6 +168,7 @@ Environment:
 Examples:
   testbed/testbed.sh up --mode rps --shape tbf:20mbit --sink
   testbed/testbed.sh up --shape tbf:100mbit:ethernet:frame --shape-in tbf:100mbit:ethernet:frame
+  testbed/testbed.sh up --routers 3 --shape r2=tbf:20mbit
   ip netns exec sender1 taskset -c "\$(testbed/testbed.sh cpu sender)" \\
       iperf3 -c 198.18.3.2 -u -b 0 -l 64 -t 5
   testbed/testbed.sh sink
@@ -213,9 +270,17 @@ parse_shaper() {
 }
 
 parse_up_options() {
-	MODE=rps SHAPE=none SHAPE_IN=none SINK=0 SHIELD=0 SHIELD_FOR=router
+	local n=1 k spec bare='' shapes=() given=()
+	MODE=rps SHAPE_IN=none SINK=0 SHIELD=0 SHIELD_FOR=router
 	while [ $# -gt 0 ]; do
 		case $1 in
+		--routers)
+			[ $# -ge 2 ] || usage_die "--routers needs a value: 1 to $MAX_ROUTERS"
+			[[ $2 =~ ^[1-9]$ ]] && [ "$2" -le "$MAX_ROUTERS" ] ||
+				usage_die "--routers '$2': expected a number of routers from 1 to $MAX_ROUTERS"
+			n=$2
+			shift 2
+			;;
 		--mode)
 			[ $# -ge 2 ] || usage_die "--mode needs a value: rps, inline or napi"
 			case $2 in
@@ -224,13 +289,23 @@ parse_up_options() {
 			esac
 			shift 2
 			;;
-		--shape | --shape-in)
-			[ $# -ge 2 ] || usage_die "$1 needs a value: $SHAPER_FORMS"
-			if [ "$1" = --shape ]; then
-				SHAPE=$(parse_shaper "$1" "$2") || exit
+		--shape)
+			[ $# -ge 2 ] || usage_die "$1 needs a value: $SHAPER_FORMS, or rK=one of those"
+			if [[ $2 =~ ^r([0-9]+)=(.*)$ ]]; then
+				k=$((10#${BASH_REMATCH[1]})) spec=${BASH_REMATCH[2]}
+				[[ " ${given[*]} " != *" r$k "* ]] || usage_die "--shape r$k= given twice"
+				given+=("r$k")
+				spec=$(parse_shaper "--shape r$k=" "$spec") || exit
+				shapes+=("$k $spec")
 			else
-				SHAPE_IN=$(parse_shaper "$1" "$2") || exit
+				# the last router's, whose number is known at the end
+				bare=$(parse_shaper "$1" "$2") || exit
 			fi
+			shift 2
+			;;
+		--shape-in)
+			[ $# -ge 2 ] || usage_die "$1 needs a value: $SHAPER_FORMS"
+			SHAPE_IN=$(parse_shaper "$1" "$2") || exit
 			shift 2
 			;;
 		--sink)
@@ -252,7 +327,28 @@ parse_up_options() {
 		*) usage_die "up: unknown option '$1' (see ${0##*/} help)" ;;
 		esac
 	done
+	plan_chain "$n"
+	R_SHAPE=()
+	for k in "${ROUTERS[@]}"; do R_SHAPE[$k]=none; done
+	if [ -n "$bare" ]; then
+		[[ " ${given[*]} " != *" r$n "* ]] ||
+			usage_die "--shape r$n= and a bare --shape both name the last router's output: give one"
+		shapes+=("$n $bare")
+	fi
+	for spec in ${shapes[@]+"${shapes[@]}"}; do
+		read -r k spec <<<"$spec"
+		[ "$k" -ge 1 ] && [ "$k" -le "$n" ] ||
+			usage_die "--shape r$k=: there is no router $k in a chain of $n (--routers $n)"
+		R_SHAPE[${ROUTERS[k - 1]}]=$spec
+	done
+	SHAPE=${R_SHAPE[${ROUTERS[n - 1]}]}
 	OPTIONS="--mode $MODE --shape $SHAPE"
+	if [ "$n" != 1 ]; then
+		OPTIONS="--routers $n $OPTIONS"
+		for ((k = 1; k < n; k++)); do
+			[ "${R_SHAPE[r$k]}" = none ] || OPTIONS+=" --shape r$k=${R_SHAPE[r$k]}"
+		done
+	fi
 	[ "$SHAPE_IN" = none ] || OPTIONS+=" --shape-in $SHAPE_IN"
 	[ "$SINK" = 0 ] || OPTIONS+=" --sink"
 	[ "$SHIELD" = 0 ] || OPTIONS+=" --shield $SHIELD_FOR"
@@ -335,56 +431,104 @@ make_namespaces() {
 		hs_in "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
 		ip -n "$ns" link set lo up
 	done
-	hs_in "$(ns_of router)" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+	for role in "${ROUTERS[@]}"; do
+		hs_in "$(ns_of "$role")" sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1
+	done
 }
 
 # one veth pair, made inside the namespaces: its names never touch the root's
-make_link() {	# host-role host-if router-if subnet
+make_link() {	# a LINKS entry's words: host-role host-if router-role router-if subnet position
 	local host rt hmac rmac r4 r6 h4 h6
-	host=$(ns_of "$1") rt=$(ns_of router)
-	hmac=$(mac "$4" 2) rmac=$(mac "$4" 1)
-	r4=$(addr4 "$4" 1) r6=$(addr6 "$4" 1) h4=$(addr4 "$4" 2) h6=$(addr6 "$4" 2)
-	ip -n "$rt" link add "$3" address "$rmac" type veth peer name "$2" address "$hmac" netns "$host"
-	ip -n "$rt" addr add "$r4/$PLEN4" dev "$3"
-	ip -n "$rt" addr add "$r6/$PLEN6" dev "$3" nodad
+	host=$(ns_of "$1") rt=$(ns_of "$3")
+	hmac=$(mac "$5" 2) rmac=$(mac "$5" 1)
+	r4=$(addr4 "$5" 1) r6=$(addr6 "$5" 1) h4=$(addr4 "$5" 2) h6=$(addr6 "$5" 2)
+	ip -n "$rt" link add "$4" address "$rmac" type veth peer name "$2" address "$hmac" netns "$host"
+	ip -n "$rt" addr add "$r4/$PLEN4" dev "$4"
+	ip -n "$rt" addr add "$r6/$PLEN6" dev "$4" nodad
 	ip -n "$host" addr add "$h4/$PLEN4" dev "$2"
 	ip -n "$host" addr add "$h6/$PLEN6" dev "$2" nodad
 	# senders segment like a NIC: one skb per packet on the wire, not 64 KB
 	# TSO/GSO blocks that a real router would never see as one
-	[ "$1" = receiver ] || hs_in "$host" ethtool -K "$2" tso off gso off >/dev/null
-	ip -n "$rt" link set "$3" up
+	[[ " ${SENDERS[*]} " != *" $1 "* ]] || hs_in "$host" ethtool -K "$2" tso off gso off >/dev/null
+	ip -n "$rt" link set "$4" up
 	ip -n "$host" link set "$2" up
-	ip -n "$host" route add default via "$r4"
-	ip -n "$host" -6 route add default via "$r6"
+	if ! is_router "$1"; then
+		ip -n "$host" route add default via "$r4"
+		ip -n "$host" -6 route add default via "$r6"
+	fi
 	# static neighbours: no ARP or ND in the traces, nothing to resolve first
 	ip -n "$host" neigh replace "$r4" lladdr "$rmac" dev "$2" nud permanent
 	ip -n "$host" neigh replace "$r6" lladdr "$rmac" dev "$2" nud permanent
-	ip -n "$rt" neigh replace "$h4" lladdr "$hmac" dev "$3" nud permanent
-	ip -n "$rt" neigh replace "$h6" lladdr "$hmac" dev "$3" nud permanent
+	ip -n "$rt" neigh replace "$h4" lladdr "$hmac" dev "$4" nud permanent
+	ip -n "$rt" neigh replace "$h6" lladdr "$hmac" dev "$4" nud permanent
 }
 
-# Router output straight into the receiver's veth NAPI rather than the
-# backlog its input uses ("rpsq" in evaluation/measurements.md).
-receiver_on_napi() {
-	hs_in "$(ns_of receiver)" ethtool -K "$RX_IF" gro on
-	hs_in "$(ns_of router)" ethtool -K "$ROUTER_OUT" tso off
+# A chain's static routes: router rK reaches every link it is not on through
+# rK-1 (the links before it) or rK+1 (those after it), both ways.
+make_routes() {
+	local k ns l sub pos via
+	[ "$NROUTERS" -gt 1 ] || return 0
+	for ((k = 1; k <= NROUTERS; k++)); do
+		ns=$(ns_of "r$k")
+		for l in "${LINKS[@]}"; do
+			read -r _ _ _ _ sub pos <<<"$l"
+			if [ "$pos" -lt $((k - 1)) ]; then
+				via=$((HOP_SUBNET + k - 1))" 1"
+			elif [ "$pos" -gt "$k" ]; then
+				via=$((HOP_SUBNET + k))" 2"
+			else
+				continue	# its own input or output link
+			fi
+			# shellcheck disable=SC2086 # subnet and end
+			ip -n "$ns" route add "$(addr4 "$sub" 0)/$PLEN4" via "$(addr4 $via)"
+			# shellcheck disable=SC2086
+			ip -n "$ns" -6 route add "$(addr6 "$sub" '')/$PLEN6" via "$(addr6 $via)"
+		done
+	done
+}
+
+# The far end of a router's output on veth's NAPI rather than the backlog the
+# router's input uses ("rpsq" in evaluation/measurements.md): the receiver's
+# interface, and on a chain the next router's input, which also keeps GRO
+# from merging the packets it forwards (gro_max_size 0, as napi mode).
+next_hop_on_napi() {	# a LINKS entry's words
+	! is_router "$1" || ip -n "$(ns_of "$1")" link set dev "$2" gro_max_size 0
+	hs_in "$(ns_of "$1")" ethtool -K "$2" gro on
+	hs_in "$(ns_of "$3")" ethtool -K "$4" tso off
+}
+
+outputs_on_napi() {
+	local l
+	for l in "${LINKS[@]}"; do
+		[[ " ${SENDERS[*]} " != *" ${l%% *} "* ]] || continue
+		# shellcheck disable=SC2086 # six words
+		next_hop_on_napi $l
+	done
+}
+
+router_inputs() {	# every router's inputs: "role interface" per line
+	local role ifc
+	for role in "${ROUTERS[@]}"; do
+		for ifc in ${R_IN[$role]}; do echo "$role $ifc"; done
+	done
 }
 
 napi_threads() {	# pids of every testbed's router-input NAPI threads
-	local IFS='|'
-	pgrep -d ' ' "^napi/(${ROUTER_IN[*]})-" || true
+	local names
+	names=$(router_inputs | cut -d' ' -f2 | paste -sd'|')
+	# a long pattern makes pgrep warn that names are 15 characters; these fit
+	pgrep -d ' ' "^napi/($names)-" 2>/dev/null || true
 }
 
 set_mode() {
-	local rt ifc pid before new=()
-	rt=$(ns_of router)
+	local role ifc pid before new=() n
 	case $MODE in
 	inline) ;;
 	rps)
-		for ifc in "${ROUTER_IN[@]}"; do
-			sys_write "$rt" "/sys/class/net/$ifc/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
-		done
-		receiver_on_napi
+		while read -r role ifc; do
+			sys_write "$(ns_of "$role")" "/sys/class/net/$ifc/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
+		done < <(router_inputs)
+		outputs_on_napi
 		;;
 	napi)
 		# GRO on turns on veth's NAPI without an XDP program (a tracer's
@@ -392,22 +536,24 @@ set_mode() {
 		# forwarded TCP segments into one skb (measured: 17402 frames in,
 		# 1159 skbs forwarded without it), so the router handles packets
 		before=" $(napi_threads) "
-		for ifc in "${ROUTER_IN[@]}"; do
-			ip -n "$rt" link set dev "$ifc" gro_max_size 0
-			hs_in "$rt" ethtool -K "$ifc" gro on
-			sys_write "$rt" "/sys/class/net/$ifc/threaded" 1
-		done
+		n=0
+		while read -r role ifc; do
+			ip -n "$(ns_of "$role")" link set dev "$ifc" gro_max_size 0
+			hs_in "$(ns_of "$role")" ethtool -K "$ifc" gro on
+			sys_write "$(ns_of "$role")" "/sys/class/net/$ifc/threaded" 1
+			n=$((n + 1))
+		done < <(router_inputs)
 		for pid in $(napi_threads); do
 			[[ $before == *" $pid "* ]] || new+=("$pid")
 		done
-		[ "${#new[@]}" = "${#ROUTER_IN[@]}" ] ||
-			hs_die "threaded NAPI on ${ROUTER_IN[*]} made ${#new[@]} kernel threads, expected ${#ROUTER_IN[@]}"
+		[ "${#new[@]}" = "$n" ] ||
+			hs_die "threaded NAPI on the routers' $n inputs made ${#new[@]} kernel threads, expected $n"
 		for pid in "${new[@]}"; do
 			taskset -pc "$CPU_ROUTER" "$pid" >/dev/null
 			chrt -f -p 50 "$pid"
 		done
 		NAPI_PIDS=${new[*]}
-		receiver_on_napi
+		outputs_on_napi
 		;;
 	esac
 }
@@ -440,8 +586,13 @@ add_shaper() {
 	tc -n "$ns" qdisc add dev "$dev" parent 1:1 handle 10: $(limit_leaf "$limit" | sed 's/ / limit /')
 }
 
+shape_router() {	# ROLE: its output's shaper, if it has one
+	[ "${R_SHAPE[$1]}" = none ] || add_shaper "$(ns_of "$1")" "${R_OUT[$1]}" "${R_SHAPE[$1]}"
+}
+
 set_shape() {
-	[ "$SHAPE" = none ] || add_shaper "$(ns_of router)" "$ROUTER_OUT" "$SHAPE"
+	local role
+	for role in "${ROUTERS[@]}"; do shape_router "$role"; done
 }
 
 # The senders' links into the router shaped on the senders' side: the queue
@@ -539,10 +690,10 @@ link_up() {	# NS IF: carrier and operstate UP
 }
 
 links_up() {
-	local l role host_if rt_if
+	local l host host_if rt rt_if
 	for l in "${LINKS[@]}"; do
-		read -r role host_if rt_if _ <<<"$l"
-		link_up "$(ns_of "$role")" "$host_if" && link_up "$(ns_of router)" "$rt_if" || return 1
+		read -r host host_if rt rt_if _ <<<"$l"
+		link_up "$(ns_of "$host")" "$host_if" && link_up "$(ns_of "$rt")" "$rt_if" || return 1
 	done
 }
 
@@ -557,16 +708,32 @@ wait_end_to_end() {
 	for from in "${SENDERS[@]}"; do
 		for addr in "$(host_addr4 receiver)" "$(host_addr6 receiver)"; do
 			hs_wait_for "$PING_WAIT" ping_ok "$from" "$addr" ||
-				hs_die "ping from $from to $addr through the router did not work within ${PING_WAIT}s"
+				hs_die "ping from $from to $addr through ${ROUTERS[*]} did not work within ${PING_WAIT}s"
 		done
 	done
 }
 
+# The state of this prefix's testbed: hs_state_load, then the chain's plan
+# from its options.
+state_load() {
+	hs_state_load || return
+	# shellcheck disable=SC2086 # up's options, as words
+	parse_up_options $HS_TB_OPTIONS
+}
+
 write_state() {
-	local f tmp rt
+	local f tmp role one='' ns=() inodes=() ins=() outs=() shapes=()
 	f=$(hs_state_file)
 	tmp=$f.tmp
-	rt=$(ns_of router)
+	for role in "${ROUTERS[@]}"; do
+		ns+=("$(ns_of "$role")")
+		inodes+=("$(stat -L -c %i "/run/netns/$(ns_of "$role")")")
+		ins+=("$(tr ' ' , <<<"${R_IN[$role]}")")
+		outs+=("${R_OUT[$role]}")
+		shapes+=("${R_SHAPE[$role]}")
+	done
+	# one router: its names as ever; a chain has none (HS_TB_ROUTER*S instead)
+	[ "$NROUTERS" != 1 ] || one=router
 	{
 		echo "# written by testbed.sh up; hs_state_load (testbed/lib.sh) reads it"
 		printf 'HS_TB_%s=%q\n' \
@@ -578,11 +745,18 @@ write_state() {
 			SINK "$SINK" \
 			NS_SENDER1 "$(ns_of sender1)" \
 			NS_SENDER2 "$(ns_of sender2)" \
-			NS_ROUTER "$rt" \
+			NS_ROUTER "${one:+${ns[0]}}" \
 			NS_RECEIVER "$(ns_of receiver)" \
-			ROUTER_NETNS_INODE "$(stat -L -c %i "/run/netns/$rt")" \
-			ROUTER_IN "${ROUTER_IN[*]}" \
-			ROUTER_OUT "$ROUTER_OUT" \
+			ROUTER_NETNS_INODE "${one:+${inodes[0]}}" \
+			ROUTER_IN "${one:+${R_IN[router]}}" \
+			ROUTER_OUT "${one:+${R_OUT[router]}}" \
+			NROUTERS "$NROUTERS" \
+			ROUTERS "${ROUTERS[*]}" \
+			ROUTER_NSS "${ns[*]}" \
+			ROUTER_NETNS_INODES "${inodes[*]}" \
+			ROUTER_INS "${ins[*]}" \
+			ROUTER_OUTS "${outs[*]}" \
+			ROUTER_SHAPES "${shapes[*]}" \
 			S1_IF "$(host_if sender1)" S2_IF "$(host_if sender2)" RX_IF "$RX_IF" \
 			S1_ADDR4 "$(host_addr4 sender1)" S1_ADDR6 "$(host_addr6 sender1)" \
 			S2_ADDR4 "$(host_addr4 sender2)" S2_ADDR6 "$(host_addr6 sender2)" \
@@ -616,18 +790,17 @@ cmd_up() {
 		say "already up with $OPTIONS"
 		return 0
 	fi
-	for role in "${ROLES[@]}"; do
-		! hs_ns_exists "$(ns_of "$role")" || leftovers+=("$(ns_of "$role")")
-	done
+	read -r -a leftovers <<<"$(left_over)"
 	[ "${#leftovers[@]}" = 0 ] ||
 		hs_die "namespaces ${leftovers[*]} exist but no testbed state: run ${0##*/} down first"
 
 	hs_cleanup_push teardown
 	make_namespaces
 	for l in "${LINKS[@]}"; do
-		# shellcheck disable=SC2086 # four words
+		# shellcheck disable=SC2086 # six words
 		make_link $l
 	done
+	make_routes
 	set_buffers
 	set_mode
 	set_shape
@@ -639,7 +812,14 @@ cmd_up() {
 	wait_end_to_end
 	write_state
 	hs_cleanup_clear
-	say "up: $OPTIONS; CPUs: sender $CPU_SENDER, router $CPU_ROUTER, receiver $CPU_RECEIVER"
+	say "up: $OPTIONS; CPUs: sender $CPU_SENDER, router $CPU_ROUTER${ROUTERS[1]:+ (all ${ROUTERS[*]})}, receiver $CPU_RECEIVER"
+}
+
+left_over() {	# the namespaces of this prefix that exist, of any chain
+	local role
+	for role in "${ALL_ROLES[@]}"; do
+		! hs_ns_exists "$(ns_of "$role")" || printf '%s ' "$(ns_of "$role")"
+	done
 }
 
 # ---- relink -------------------------------------------------------------------
@@ -648,31 +828,30 @@ cmd_up() {
 # comes back under the same name and a new ifindex, what an always-on tracer
 # must follow (tests/e2e/test_ifaces_churn.py).
 cmd_relink() {
-	local l rt rt_if
+	local l host host_if rt rt_if
 	[ $# = 1 ] || hs_die "usage: ${0##*/} relink sender1|sender2|receiver"
-	l=$(link_of "$1") || hs_die "relink '$1': expected sender1, sender2 or receiver"
-	hs_state_load || hs_die "the testbed is not up: run ${0##*/} up"
-	# shellcheck disable=SC2086 # up's options, as words
-	parse_up_options $HS_TB_OPTIONS
+	[[ " ${SENDERS[*]} receiver " == *" $1 "* ]] || hs_die "relink '$1': expected sender1, sender2 or receiver"
+	state_load || hs_die "the testbed is not up: run ${0##*/} up"
 	[ "$MODE" != napi ] || hs_die "relink: not in napi mode (the input's NAPI thread would change)"
 	plan_cpus
-	rt=$(ns_of router)
-	read -r _ _ rt_if _ <<<"$l"
+	l=$(link_of "$1")
+	read -r host host_if rt rt_if _ <<<"$l"
 	# gone already (deleted by hand) or not: made anew either way
-	ip -n "$rt" link del "$rt_if" 2>/dev/null || true
-	# shellcheck disable=SC2086 # four words
+	ip -n "$(ns_of "$rt")" link del "$rt_if" 2>/dev/null || true
+	# shellcheck disable=SC2086 # six words
 	make_link $l
 	if [ "$1" = receiver ]; then
-		[ "$MODE" != rps ] || receiver_on_napi
-		set_shape
+		# shellcheck disable=SC2086 # six words
+		[ "$MODE" != rps ] || next_hop_on_napi $l
+		shape_router "$rt"
 		attach_sink
 	else
 		shape_sender "$1"
 		[ "$MODE" != rps ] ||
-			sys_write "$rt" "/sys/class/net/$rt_if/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
+			sys_write "$(ns_of "$rt")" "/sys/class/net/$rt_if/queues/rx-0/rps_cpus" "$(cpu_mask "$CPU_ROUTER")"
 	fi
 	wait_end_to_end
-	say "relinked $rt_if (ifindex $(ip -n "$rt" -j link show dev "$rt_if" | jq '.[0].ifindex'))"
+	say "relinked $rt_if (ifindex $(ip -n "$(ns_of "$rt")" -j link show dev "$rt_if" | jq '.[0].ifindex'))"
 }
 
 # ---- down ---------------------------------------------------------------------
@@ -699,8 +878,8 @@ stop_processes() {
 
 teardown() {
 	local i ns removed=0
-	for ((i = ${#ROLES[@]} - 1; i >= 0; i--)); do
-		ns=$(ns_of "${ROLES[i]}")
+	for ((i = ${#ALL_ROLES[@]} - 1; i >= 0; i--)); do
+		ns=$(ns_of "${ALL_ROLES[i]}")
 		hs_ns_exists "$ns" || continue
 		stop_processes "$ns"
 		ip netns del "$ns"
@@ -724,35 +903,43 @@ cmd_down() {
 
 # ---- status -------------------------------------------------------------------
 
-# Prints what is wrong, one line each; fails if anything is.
+# Prints what is wrong, one line each; fails if anything is. Reads the plan
+# (state_load) and the state's HS_TB_* values.
 problems() {
-	local role ns rt l host_if rt_if ifc key pid want got n=0
-	rt=$HS_TB_NS_ROUTER
+	local role ns l host host_if rt rt_if ifc key pid want got n=0
 	for role in "${ROLES[@]}"; do
 		ns=$(ns_of "$role")
 		hs_ns_exists "$ns" || { echo "namespace $ns missing"; n=$((n + 1)); }
 	done
 	[ "$n" = 0 ] || return 1
 	for l in "${LINKS[@]}"; do
-		read -r role host_if rt_if _ <<<"$l"
-		link_up "$(ns_of "$role")" "$host_if" ||
-			{ echo "$host_if in $(ns_of "$role") is not up"; n=$((n + 1)); }
-		link_up "$rt" "$rt_if" || { echo "$rt_if in $rt is not up"; n=$((n + 1)); }
+		read -r host host_if rt rt_if _ <<<"$l"
+		link_up "$(ns_of "$host")" "$host_if" ||
+			{ echo "$host_if in $(ns_of "$host") is not up"; n=$((n + 1)); }
+		link_up "$(ns_of "$rt")" "$rt_if" || { echo "$rt_if in $(ns_of "$rt") is not up"; n=$((n + 1)); }
 	done
-	[ "$(hs_in "$rt" sysctl -n net.ipv4.ip_forward)" = 1 ] || { echo "IPv4 forwarding off"; n=$((n + 1)); }
-	[ "$(hs_in "$rt" sysctl -n net.ipv6.conf.all.forwarding)" = 1 ] || { echo "IPv6 forwarding off"; n=$((n + 1)); }
-	for ifc in "${ROUTER_IN[@]}"; do
-		want=0
-		[ "$HS_TB_MODE" != rps ] || want=$(mask_value "$(cpu_mask "$HS_TB_CPU_ROUTER")")
-		got=$(mask_value "$(sys_read "$rt" "/sys/class/net/$ifc/queues/rx-0/rps_cpus")")
-		[ "$got" = "$want" ] || { echo "rps_cpus on $ifc is $got, want $want"; n=$((n + 1)); }
-		want=0
-		[ "$HS_TB_MODE" != napi ] || want=1
-		got=$(sys_read "$rt" "/sys/class/net/$ifc/threaded")
-		[ "$got" = "$want" ] || { echo "threaded NAPI on $ifc is $got, want $want"; n=$((n + 1)); }
-		[ "$HS_TB_MODE" != napi ] || [[ $(ip -n "$rt" -d link show dev "$ifc") == *"gro_max_size 0 "* ]] ||
-			{ echo "GRO on $ifc may merge packets (gro_max_size not 0)"; n=$((n + 1)); }
+	for role in "${ROUTERS[@]}"; do
+		ns=$(ns_of "$role")
+		[ "$(hs_in "$ns" sysctl -n net.ipv4.ip_forward)" = 1 ] ||
+			{ echo "IPv4 forwarding off in $ns"; n=$((n + 1)); }
+		[ "$(hs_in "$ns" sysctl -n net.ipv6.conf.all.forwarding)" = 1 ] ||
+			{ echo "IPv6 forwarding off in $ns"; n=$((n + 1)); }
 	done
+	while read -r role ifc; do
+		ns=$(ns_of "$role")
+		want=0
+		[ "$MODE" != rps ] || want=$(mask_value "$(cpu_mask "$HS_TB_CPU_ROUTER")")
+		got=$(mask_value "$(sys_read "$ns" "/sys/class/net/$ifc/queues/rx-0/rps_cpus")")
+		[ "$got" = "$want" ] || { echo "rps_cpus on $ifc in $ns is $got, want $want"; n=$((n + 1)); }
+		want=0
+		[ "$MODE" != napi ] || want=1
+		got=$(sys_read "$ns" "/sys/class/net/$ifc/threaded")
+		[ "$got" = "$want" ] || { echo "threaded NAPI on $ifc in $ns is $got, want $want"; n=$((n + 1)); }
+		# napi mode's inputs, and in rps a router's input fed by a router
+		[ "$MODE" = napi ] || { [ "$MODE" = rps ] && is_router "${R_PREV[$role]}"; } || continue
+		[[ $(ip -n "$ns" -d link show dev "$ifc") == *"gro_max_size 0 "* ]] ||
+			{ echo "GRO on $ifc in $ns may merge packets (gro_max_size not 0)"; n=$((n + 1)); }
+	done < <(router_inputs)
 	for pid in $HS_TB_NAPI_PIDS; do
 		got=$(taskset -pc "$pid" 2>/dev/null | sed 's/.*: //')
 		[ "$got" = "$HS_TB_CPU_ROUTER" ] ||
@@ -760,11 +947,12 @@ problems() {
 	done
 	[ "$HS_TB_SHIELD" != 1 ] || [ -e "$SHIELD_STATE" ] ||
 		{ echo "no shield on CPU ${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER} ($SHIELD_STATE is gone)"; n=$((n + 1)); }
-	if [ "$HS_TB_SHAPE" != none ]; then
-		got=$(tc -n "$rt" qdisc show dev "$ROUTER_OUT")
-		[[ $got == "qdisc ${HS_TB_SHAPE%%:*} 1: root"* ]] ||
-			{ echo "no ${HS_TB_SHAPE%%:*} qdisc on $ROUTER_OUT"; n=$((n + 1)); }
-	fi
+	for role in "${ROUTERS[@]}"; do
+		[ "${R_SHAPE[$role]}" != none ] || continue
+		got=$(tc -n "$(ns_of "$role")" qdisc show dev "${R_OUT[$role]}")
+		[[ $got == "qdisc ${R_SHAPE[$role]%%:*} 1: root"* ]] ||
+			{ echo "no ${R_SHAPE[$role]%%:*} qdisc on ${R_OUT[$role]} in $(ns_of "$role")"; n=$((n + 1)); }
+	done
 	if [ "${HS_TB_SHAPE_IN:-none}" != none ]; then
 		for role in "${SENDERS[@]}"; do
 			got=$(tc -n "$(ns_of "$role")" qdisc show dev "$(host_if "$role")")
@@ -787,38 +975,38 @@ problems() {
 	[ "$n" = 0 ]
 }
 
-show_namespace() {
-	local ns=$1 ifc
+show_namespace() {	# ROLE
+	local ns ifc
+	ns=$(ns_of "$1")
 	echo "== $ns"
 	ip -n "$ns" -br addr show | sed 's/^/  /'
 	tc -n "$ns" qdisc show | grep -v '^qdisc noqueue' | sed 's/^/  /' || true
 	ip -n "$ns" -o link show | awk '/prog\/xdp/ {
 		sub(/[@:].*/, "", $2); match($0, /prog\/xdp id [0-9]+ name [^ ]+/)
 		print "  " $2 ": " $6 " " substr($0, RSTART, RLENGTH) }'
-	for ifc in "${ROUTER_IN[@]}"; do
-		[ "$ns" = "$HS_TB_NS_ROUTER" ] || continue
+	! is_router "$1" || for ifc in ${R_IN[$1]}; do
 		echo "  $ifc: rps_cpus $(sys_read "$ns" "/sys/class/net/$ifc/queues/rx-0/rps_cpus")," \
 			"threaded NAPI $(sys_read "$ns" "/sys/class/net/$ifc/threaded")"
 	done
 }
 
 cmd_status() {
-	local role ns found=() cpus
+	local role ns found cpus inodes
 	if [ "${1:-}" = --json ] && [ $# = 1 ]; then
 		status_json
 		return
 	fi
 	[ $# = 0 ] || hs_die "status takes no options but --json"
-	if ! hs_state_load; then
-		for role in "${ROLES[@]}"; do
-			! hs_ns_exists "$(ns_of "$role")" || found+=("$(ns_of "$role")")
-		done
-		say "not up${found[*]:+ (left-over namespaces: ${found[*]}; run ${0##*/} down)}"
+	if ! state_load; then
+		found=$(left_over)
+		say "not up${found:+ (left-over namespaces: ${found% }; run ${0##*/} down)}"
 		return 1
 	fi
 	say "$HS_TB_OPTIONS"
+	inodes="router netns inode $HS_TB_ROUTER_NETNS_INODE"
+	[ "$NROUTERS" = 1 ] || inodes="routers' netns inodes ${HS_TB_ROUTER_NETNS_INODES// /, }"
 	echo "CPUs: sender $HS_TB_CPU_SENDER, router $HS_TB_CPU_ROUTER, receiver $HS_TB_CPU_RECEIVER;" \
-		"router netns inode $HS_TB_ROUTER_NETNS_INODE; state $(hs_state_file)"
+		"$inodes; state $(hs_state_file)"
 	if [ "$HS_TB_SHIELD" = 1 ] && [ -e "$SHIELD_STATE" ]; then
 		cpus=${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER}
 		echo "shield: CPU ${cpus// /,} kept for the ${HS_TB_SHIELD_FOR:-router};" \
@@ -830,7 +1018,7 @@ cmd_status() {
 		"netdev_max_backlog (global, the router's input queue) $(cat /proc/sys/net/core/netdev_max_backlog)"
 	for role in "${ROLES[@]}"; do
 		ns=$(ns_of "$role")
-		if hs_ns_exists "$ns"; then show_namespace "$ns"; else echo "== $ns: missing"; fi
+		if hs_ns_exists "$ns"; then show_namespace "$role"; else echo "== $ns: missing"; fi
 	done
 	local out
 	if out=$(problems); then
@@ -845,16 +1033,23 @@ cmd_status() {
 # ---- layout as JSON -------------------------------------------------------------
 
 # Prints the layout as JSON (testbed/README.md, "Layout as JSON"): the names
-# and addresses from LINKS, the options and CPUs from MODE SHAPE SHAPE_IN SINK SHIELD
-# CPU_* NCPU. Arguments: whether it is up (true/false), the router netns inode
-# and the NAPI thread ids (empty unless up), then the problems, one each.
+# and addresses from LINKS and the chain's plan, the options and CPUs from MODE
+# SHAPE SHAPE_IN SINK SHIELD CPU_* NCPU. Arguments: whether it is up
+# (true/false), the routers' netns inodes in path order and the NAPI thread
+# ids (empty unless up), then the problems, one each.
 layout_json() {
-	local up=$1 inode=$2 napi=$3 l role host_if rt_if n links=()
+	local up=$1 napi=$3 l host host_if rt rt_if n i role links=() routers=() inodes
+	read -r -a inodes <<<"$2"
 	shift 3
 	for l in "${LINKS[@]}"; do
-		read -r role host_if rt_if n <<<"$l"
-		links+=("$role" "$host_if" "$rt_if" "$(addr4 "$n" 2)" "$(addr6 "$n" 2)" "$(mac "$n" 2)"
+		read -r host host_if rt rt_if n _ <<<"$l"
+		links+=("$host" "$host_if" "$rt" "$rt_if" "$(addr4 "$n" 2)" "$(addr6 "$n" 2)" "$(mac "$n" 2)"
 			"$(addr4 "$n" 1)" "$(addr6 "$n" 1)" "$(mac "$n" 1)")
+	done
+	for i in "${!ROUTERS[@]}"; do
+		role=${ROUTERS[i]}
+		routers+=("$role" "$(ns_of "$role")" "${R_IN[$role]}" "${R_OUT[$role]}" "${R_SHAPE[$role]}"
+			"${inodes[i]:-}" "${R_NEXT[$role]}" "${R_PREV[$role]}")
 	done
 	local roles senders
 	roles=$(printf '%s\n' "${ROLES[@]}")
@@ -864,40 +1059,50 @@ layout_json() {
 		--argjson shield "$([ "$SHIELD" = 1 ] && echo true || echo false)" \
 		--arg shield_for "$([ "$SHIELD" = 1 ] && echo "$SHIELD_FOR")" \
 		--arg shield_cpus "${SHIELD_CPUS[*]}" \
-		--argjson up "$up" --arg inode "$inode" --arg napi "$napi" \
+		--argjson up "$up" --arg napi "$napi" \
 		--arg roles "$roles" --arg senders "$senders" --arg state "$(hs_state_file)" \
 		--argjson cpu_sender "$CPU_SENDER" --argjson cpu_router "$CPU_ROUTER" \
 		--argjson cpu_receiver "$CPU_RECEIVER" --argjson ncpu "$NCPU" \
 		--argjson plen4 "$PLEN4" --argjson plen6 "$PLEN6" \
-		--argjson nlinks "${#LINKS[@]}" --argjson nproblems $# \
+		--argjson nlinks "${#LINKS[@]}" --argjson nrouters "$NROUTERS" --argjson nproblems $# \
 		--args '
 		def lines: split("\n") | map(select(. != ""));
+		def words: split(" ") | map(select(. != ""));
 		def iface(name; peer; peer_role; a4; a6; mac):
 			{name: name, peer: peer, peer_role: peer_role, ipv4: a4, prefix4: $plen4,
 			 ipv6: a6, prefix6: $plen6, mac: mac};
-		($ARGS.positional[0:$nlinks * 9]) as $l
-		| [range(0; $nlinks) | $l[. * 9:. * 9 + 9]] as $links
+		$ARGS.positional as $p
+		| ($nlinks * 10) as $r0 | ($r0 + $nrouters * 8) as $q0
+		| [range(0; $nlinks) | $p[. * 10:. * 10 + 10]] as $links
+		| [range(0; $nrouters) | $p[$r0 + . * 8:$r0 + . * 8 + 8]
+		   | {role: .[0], netns: .[1], in: (.[2] | words), out: .[3], shape: .[4],
+		      netns_inode: (if .[5] == "" then null else (.[5] | tonumber) end),
+		      next: .[6], prev: (.[7] | words)}] as $routers
+		| ($routers | map(.role)) as $rroles
+		| def router: . as $r | $rroles | index($r) != null;
+		  # each side of each link, the hosts first, every role'"'"'s in path order
+		  ([$links[] | select(.[0] | router | not) | [.[0], iface(.[1]; .[3]; .[2]; .[4]; .[5]; .[6])]]
+		   + [$links[] | (select(.[0] | router) | [.[0], iface(.[1]; .[3]; .[2]; .[4]; .[5]; .[6])]),
+			         [.[2], iface(.[3]; .[1]; .[0]; .[7]; .[8]; .[9])]]) as $sides
 		| {format: "hopscope-testbed/1", prefix: $prefix, up: $up,
 		   options: $options, mode: $mode, shape: $shape, shape_in: $shape_in,
 		   sink: $sink, shield: $shield,
 		   shield_for: (if $shield_for == "" then null else $shield_for end),
-		   shield_cpus: ($shield_cpus | split(" ") | map(select(. != "") | tonumber)),
+		   shield_cpus: ($shield_cpus | words | map(tonumber)),
 		   namespaces: ($roles | lines | map({key: ., value: ($prefix + .)}) | from_entries),
 		   senders: ($senders | lines),
-		   interfaces: (
-			($links | map({key: .[0], value: [iface(.[1]; .[2]; "router"; .[3]; .[4]; .[5])]})
-			 | from_entries)
-			+ {router: ($links | map(iface(.[2]; .[1]; .[0]; .[6]; .[7]; .[8])))}),
-		   router: {in: ($links | map(select(.[0] != "receiver") | .[2])),
-			    out: ($links | map(select(.[0] == "receiver") | .[2]) | .[0])},
+		   interfaces: (reduce $sides[] as $s ({}; .[$s[0]] += [$s[1]])),
+		   # one router: as ever; a chain has no single one (routers below)
+		   router: (if $nrouters == 1 then $routers[0] | {in, out} else null end),
+		   nrouters: $nrouters,
+		   routers: $routers,
 		   cpus: {sender: $cpu_sender, router: $cpu_router, receiver: $cpu_receiver},
 		   ncpu: $ncpu,
-		   router_netns_inode: (if $inode == "" then null else ($inode | tonumber) end),
-		   napi_pids: ($napi | split(" ") | map(select(. != "") | tonumber)),
+		   router_netns_inode: (if $nrouters == 1 then $routers[0].netns_inode else null end),
+		   napi_pids: ($napi | words | map(tonumber)),
 		   state_file: $state}
-		| if $up then . + {healthy: ($nproblems == 0),
-				   problems: $ARGS.positional[$nlinks * 9:]} else . end' \
-		"${links[@]}" "$@"
+		| if $up then . + {healthy: ($nproblems == 0), problems: $p[$q0:]} else . end' \
+		"${links[@]}" "${routers[@]}" "$@"
 }
 
 # `layout --json [up options]`: what up with these options would make, from
@@ -915,32 +1120,28 @@ cmd_layout() {
 
 # `status --json`: the layout of the testbed up now, with its problems.
 status_json() {
-	local role found=() out=() line
-	if ! hs_state_load; then
-		for role in "${ROLES[@]}"; do
-			! hs_ns_exists "$(ns_of "$role")" || found+=("$(ns_of "$role")")
-		done
-		jq -n --arg prefix "$HS_PREFIX" --arg found "${found[*]}" \
+	local out=() line
+	if ! state_load; then
+		jq -n --arg prefix "$HS_PREFIX" --arg found "$(left_over)" \
 			'{format: "hopscope-testbed/1", prefix: $prefix, up: false,
 			  left_over: ($found | split(" ") | map(select(. != "")))}'
 		return 1
 	fi
-	OPTIONS=$HS_TB_OPTIONS MODE=$HS_TB_MODE SHAPE=$HS_TB_SHAPE SINK=$HS_TB_SINK
-	SHAPE_IN=${HS_TB_SHAPE_IN:-none}	# :- state from before --shape-in
-	SHIELD=$HS_TB_SHIELD SHIELD_FOR=${HS_TB_SHIELD_FOR:-router}	# :- state from before --shield
 	read -r -a SHIELD_CPUS <<<"${HS_TB_SHIELD_CPUS-$HS_TB_CPU_ROUTER}"
 	CPU_SENDER=$HS_TB_CPU_SENDER CPU_ROUTER=$HS_TB_CPU_ROUTER
 	CPU_RECEIVER=$HS_TB_CPU_RECEIVER NCPU=$(getconf _NPROCESSORS_ONLN)
 	while IFS= read -r line; do
 		[ -z "$line" ] || out+=("$line")
 	done < <(problems || true)
-	layout_json true "$HS_TB_ROUTER_NETNS_INODE" "$HS_TB_NAPI_PIDS" ${out[@]+"${out[@]}"}
+	# ROUTER_NETNS_INODES: state from before --routers has the one router's only
+	layout_json true "${HS_TB_ROUTER_NETNS_INODES-$HS_TB_ROUTER_NETNS_INODE}" "$HS_TB_NAPI_PIDS" \
+		${out[@]+"${out[@]}"}
 	[ "${#out[@]}" = 0 ]
 }
 
 cmd_shield() {
 	[ $# = 0 ] || hs_die "shield takes no options"
-	hs_state_load || hs_die "the testbed is not up: run ${0##*/} up --shield router"
+	state_load || hs_die "the testbed is not up: run ${0##*/} up --shield router"
 	[ "$HS_TB_SHIELD" = 1 ] || hs_die "the testbed is up without --shield"
 	SHIELD=1
 	read -r -a SHIELD_CPUS <<<"$HS_TB_SHIELD_CPUS"
