@@ -8,6 +8,8 @@ from here.
     lay = layout(mode="inline")          # planned: `testbed.sh layout --json`
     lay["cpus"]["router"], lay["senders"], lay["interfaces"]["receiver"][0]["ipv4"]
     live = layout("hs-", live=True)      # the testbed up now: `testbed.sh status --json`
+    chain = layout(routers=3, shape={"r2": "tbf:20mbit"})   # senders -> r1 -> r2 -> r3 -> receiver
+    [r["netns"] for r in chain["routers"]]
 
 The JSON's keys are in testbed/README.md ("Layout as JSON").
 """
@@ -78,11 +80,19 @@ def _message(r):
     return msg.split(": ", 1)[1] if msg.startswith("testbed.sh: ") else msg
 
 
-def up_options(mode="rps", shape="none", shape_in="none", sink=False, shield=False):
+def up_options(mode="rps", shape="none", shape_in="none", sink=False, shield=False, routers=1):
     """testbed.sh up's options for a scenario's [testbed] (its keys): shield
     True keeps the router's CPU (--shield router), "senders" the senders'
-    (--shield senders), False none (testbed.sh's default)."""
-    args = ["--mode", mode, "--shape", shape]
+    (--shield senders), False none (testbed.sh's default). routers: how many
+    in the chain (--routers); shape: the last router's output shaper, or a
+    mapping of router ("r2" or 2) to its output's shaper (--shape rK=SPEC)."""
+    args = ["--routers", str(routers)] if routers != 1 else []
+    args += ["--mode", mode]
+    if isinstance(shape, str):
+        args += ["--shape", shape]
+    else:
+        for k, spec in sorted(shape.items(), key=lambda kv: _router_number(kv[0])):
+            args += ["--shape", f"r{_router_number(k)}={spec}"]
     args += ["--shape-in", shape_in] if shape_in != "none" else []
     args += ["--sink"] if sink else []
     if shield is not False:
@@ -90,15 +100,25 @@ def up_options(mode="rps", shape="none", shape_in="none", sink=False, shield=Fal
     return args
 
 
+def _router_number(key):
+    """2 for "r2" or 2; testbed.sh judges the range."""
+    text = str(key)
+    text = text[1:] if text.startswith("r") else text
+    if not text.isdigit():
+        raise TestbedError(f"shape: router {key!r}: expected rK or K, a router's number on the chain")
+    return int(text)
+
+
 def layout(prefix="", *, live=False, mode="rps", shape="none", shape_in="none", sink=False,
-           shield=False):
+           shield=False, routers=1):
     """The testbed's layout as a dict (a fresh copy; change it freely).
 
     live=False: what `testbed.sh up` with these options (up_options) would
     make (nothing is made; cached per prefix and options). live=True: the
-    testbed up now under prefix, with its router netns inode and problems
+    testbed up now under prefix, with its routers' netns inodes and problems
     (read anew each call; the options are ignored); TestbedError unless it is
-    up and healthy."""
+    up and healthy. lay["routers"] lists the chain's routers in path order;
+    with more than one, lay["router"] is None."""
     if live:
         doc = _json(prefix, "status", "--json")
         if not doc.get("up"):
@@ -107,7 +127,8 @@ def layout(prefix="", *, live=False, mode="rps", shape="none", shape_in="none", 
             raise TestbedError(f"the testbed {prefix!r} is up but not healthy: "
                                + "; ".join(doc.get("problems") or ()))
         return doc
-    return json.loads(_planned(prefix, tuple(up_options(mode, shape, shape_in, sink, shield))))
+    return json.loads(_planned(prefix, tuple(up_options(mode, shape, shape_in, sink, shield,
+                                                        routers))))
 
 
 @functools.lru_cache(maxsize=None)
