@@ -17,7 +17,10 @@ from hopscope.report.describe import describe
 CLOCK = {"clocksource": "tsc", "available_clocksources": ["tsc", "kvm-clock"],
          "constant_tsc": True, "nonstop_tsc": True, "stamp_clock": "CLOCK_MONOTONIC",
          "stamp_read": "bpf_ktime_get_ns", "resolution_ns": 1, "user_read_cost_ns": 20,
-         "user_read_cost_reads": 10000}
+         "user_read_cost_reads": 10000, "boot_id": "0b3e6c1a-8d1e-4f0e-9a55-2f1c3b7d9e01",
+         "realtime_sync": {"synced": False, "maxerror_ns": 16_000_000_000,
+                           "esterror_ns": 16_000_000_000, "status": 0x40, "tai_offset_s": 0},
+         "mono_to_realtime_err_ns": 45}
 
 
 def _load(path):
@@ -93,27 +96,59 @@ def test_clock_facts_from_the_header(tmp_path):
     lines = dict(describe(df))
     assert "clocksource tsc (available: tsc kvm-clock)" in lines["clock"]
     assert "resolution 1 ns" in lines["clock"] and "20 ns (median of 10000)" in lines["clock"]
+    assert "boot_id 0b3e6c1a-8d1e-4f0e-9a55-2f1c3b7d9e01" in lines["clock"]
+    assert ("realtime NOT synced (maxerror 16000000000 ns, esterror 16000000000 ns, "
+            "status 0x40, TAI offset 0 s), monotonic to realtime ± 45 ns") in lines["clock"]
     assert lines["problems"] == "none"
 
 
+def test_synthetic_files_carry_every_clock_fact(tmp_path):
+    s = write_synthetic(tmp_path / "run.hsr", 500, boot_id="b00t")
+    clock = _load(s.path).attrs["clock"]
+    assert set(clock) == set(CLOCK) and UNKNOWN not in clock.values()
+    assert clock["boot_id"] == "b00t"
+
+
 def test_older_file_clock_facts_unknown(tmp_path):
-    """synth.py writes the header of before "clock": only the clocksource."""
-    df = _load(write_synthetic(tmp_path / "run.hsr", 500).path)
+    """A header of before "clock": only the clocksource; of before boot_id,
+    realtime_sync and mono_to_realtime_err_ns: those unknown."""
+    df = _load(_with_header(tmp_path, lambda h: h.pop("clock")))
     assert df.attrs["clock"] == dict({k: UNKNOWN for k in CLOCK}, clocksource="tsc")
-    path = _with_header(tmp_path, lambda h: h.pop("clocksource"))
+    path = _with_header(tmp_path, lambda h: (h.pop("clock"), h.pop("clocksource")))
     assert _load(path).attrs["clock"] == {k: UNKNOWN for k in CLOCK}
+    new = ("boot_id", "realtime_sync", "mono_to_realtime_err_ns")
+    older = {k: v for k, v in CLOCK.items() if k not in new}
+    df = _load(_with_header(tmp_path, lambda h: h.update(clock=older)))
+    assert df.attrs["clock"] == dict(CLOCK, **{k: UNKNOWN for k in new})
+    assert "boot_id unknown; realtime unknown, monotonic to realtime ± unknown" in \
+        dict(describe(df))["clock"]
 
 
 def test_clock_facts_of_wrong_type_or_null_are_unknown(tmp_path):
     bad = {"clocksource": 5, "available_clocksources": ["tsc", 1], "constant_tsc": "yes",
            "nonstop_tsc": None, "stamp_clock": None, "stamp_read": [],
-           "resolution_ns": True, "user_read_cost_ns": 1.5, "user_read_cost_reads": "x"}
+           "resolution_ns": True, "user_read_cost_ns": 1.5, "user_read_cost_reads": "x",
+           "boot_id": 7, "realtime_sync": {"synced": 1, "maxerror_ns": 0, "esterror_ns": 0,
+                                           "status": 0, "tai_offset_s": 0},
+           "mono_to_realtime_err_ns": False}
     df = _load(_with_header(tmp_path, lambda h: h.update(clock=bad)))
     assert df.attrs["clock"] == {k: UNKNOWN for k in CLOCK}
     assert df.attrs["clock_problems"] == []
     assert "resolution unknown" in dict(describe(df))["clock"]
     df = _load(_with_header(tmp_path, lambda h: h.update(clock=[1])))
     assert df.attrs["clock"]["clocksource"] == "tsc"  # the top-level key, as before
+
+
+@pytest.mark.parametrize("sync", [
+    None, [], {}, {"synced": True},
+    dict(CLOCK["realtime_sync"], maxerror_ns=True),
+    dict(CLOCK["realtime_sync"], status="0x40"),
+    dict(CLOCK["realtime_sync"], tai_offset_s=None),
+])
+def test_realtime_sync_is_whole_or_unknown(tmp_path, sync):
+    df = _load(_with_header(tmp_path, lambda h: h.update(clock=dict(CLOCK,
+                                                                    realtime_sync=sync))))
+    assert df.attrs["clock"] == dict(CLOCK, realtime_sync=UNKNOWN)
 
 
 @pytest.mark.parametrize("change, machine, problem", [

@@ -37,7 +37,11 @@ UNKNOWN = "unknown"
 # the header's "clock" facts (docs/record-format.md) and the type each must have
 CLOCK_FACTS = {"clocksource": str, "available_clocksources": list, "constant_tsc": bool,
                "nonstop_tsc": bool, "stamp_clock": str, "stamp_read": str,
-               "resolution_ns": int, "user_read_cost_ns": int, "user_read_cost_reads": int}
+               "resolution_ns": int, "user_read_cost_ns": int, "user_read_cost_reads": int,
+               "boot_id": str, "realtime_sync": dict, "mono_to_realtime_err_ns": int}
+# the members of "clock"'s realtime_sync, each of which it must have
+REALTIME_SYNC = {"synced": bool, "maxerror_ns": int, "esterror_ns": int, "status": int,
+                 "tai_offset_s": int}
 _X86 = ("x86_64", "i386", "i486", "i586", "i686")
 
 # Records per block, and chunks filled at once (at most one per CPU). One
@@ -151,7 +155,8 @@ def to_dataframe(rf):
     floors = delay_floors(rf.header, costs)
     problems += floor_problems(df, floors)
     rf.problems.extend(problems)
-    attrs = dict(header=rf.header, trailer=rf.trailer, counters=rf.counters,
+    attrs = dict(header=rf.header, router_id=router_id(rf.header),
+                 trailer=rf.trailer, counters=rf.counters,
                  truncated=rf.truncated, path=rf.path, problems=rf.problems,
                  dropped_records=rf.dropped_records, notes=rf.notes,
                  clock=clock, clock_problems=clock_problems(clock, rf.header),
@@ -206,12 +211,29 @@ def clock_facts(header):
     facts = {}
     for key, kind in CLOCK_FACTS.items():
         v = got.get(key)
-        # bool is an int in Python: an integer fact must not be a boolean
-        ok = isinstance(v, kind) and not (kind is int and isinstance(v, bool))
+        ok = _is(v, kind)
         if kind is list:
             ok = ok and all(isinstance(x, str) for x in v)
+        if kind is dict:  # realtime_sync, whole or unknown
+            ok = ok and all(_is(v.get(k), t) for k, t in REALTIME_SYNC.items())
         facts[key] = v if ok else UNKNOWN
     return facts
+
+
+def _is(v, kind):
+    # bool is an int in Python: an integer fact must not be a boolean
+    return isinstance(v, kind) and not (kind is int and isinstance(v, bool))
+
+
+def router_id(header):
+    """The router a file recorded, as the header names it: its router_id, or
+    for a file written before it, what the recorder's default would have been
+    (the hostname, HOST/NETNS when it recorded a named namespace)."""
+    if header.get("router_id") is not None:
+        return header["router_id"]
+    host = header.get("hostname") or "?"
+    netns = (header.get("netns") or {}).get("name")
+    return f"{host}/{netns}" if netns else host
 
 
 def clock_problems(facts, header):

@@ -474,7 +474,8 @@ def _kind(v):
             int: "an integer", float: "a number", type(None): "null"}.get(type(v), "?")
 
 
-_HEADER_STR = ("format", "tracer_version", "backend", "command", "hostname", "clocksource")
+_HEADER_STR = ("format", "tracer_version", "backend", "command", "hostname", "clocksource",
+               "router_id")
 _HEADER_INT = ("version", "start_realtime_ns", "start_monotonic_ns", "mono_to_realtime_ns",
                "slots_per_cpu", "ringbuf_bytes", "record_size")
 _HEADER_OBJ = ("kernel", "cpu", "netns", "backend_info", "record_flags", "drop_reasons",
@@ -503,8 +504,9 @@ def check_header(h):
         v = (h.get(k) or {}).get(s)
         if v is not None and not _int(v):
             return f"{k}.{s} is {_kind(v)}, expected an integer"
-    if h.get("nat_translations") is not None and not isinstance(h["nat_translations"], bool):
-        return f"'nat_translations' is {_kind(h['nat_translations'])}, expected true or false"
+    for k in ("nat_translations", "router_id_given"):
+        if h.get(k) is not None and not isinstance(h[k], bool):
+            return f"{k!r} is {_kind(h[k])}, expected true or false"
     for k in ("stages", "counter_names", "stage_names"):
         v = h.get(k)
         if v is not None and not (isinstance(v, list) and all(isinstance(x, str) for x in v)):

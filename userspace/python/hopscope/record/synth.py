@@ -60,7 +60,7 @@ def _flow_table(flows_per_sender):
     return flows, sender, tos
 
 
-def _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender):
+def _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender, router_id, boot_id):
     first, last = -2147483647, 2147483646  # the eBPF backend's netfilter priorities
     hooks = {"t0": ("tp_btf/netif_rx", None), "t1": ("xdp", None),
              "t_tcin": ("tcx/ingress", None), "t2": ("netfilter/PRE_ROUTING", first),
@@ -73,11 +73,21 @@ def _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender):
         "backend": "ebpf",
         "command": f"hopscope.record.synth.write_synthetic(n={n}, seed={seed})",
         "hostname": "synthetic",
+        "router_id": router_id or "synthetic/router",
+        "router_id_given": router_id is not None,
         "start_realtime_ns": start_mono + mono_to_real,
         "start_monotonic_ns": start_mono,
         "mono_to_realtime_ns": mono_to_real,
         "kernel": {"release": "6.18.0-synthetic", "version": "#1 SMP", "machine": "x86_64"},
         "clocksource": "tsc",
+        "clock": {"clocksource": "tsc", "available_clocksources": ["tsc", "kvm-clock"],
+                  "constant_tsc": True, "nonstop_tsc": True, "stamp_clock": "CLOCK_MONOTONIC",
+                  "stamp_read": "bpf_ktime_get_ns", "resolution_ns": 1,
+                  "user_read_cost_ns": 20, "user_read_cost_reads": 10000, "boot_id": boot_id,
+                  "realtime_sync": {"synced": True, "maxerror_ns": 500_000,
+                                    "esterror_ns": 20_000, "status": 0x2001,
+                                    "tai_offset_s": 37},
+                  "mono_to_realtime_err_ns": 30},
         "cpu": {"model": "synthetic", "count": 2},
         "netns": {"name": "router", "inode": 4026532100},
         "interfaces": [
@@ -266,7 +276,9 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
                     rate_pps=200_000, drop_fraction=0.002, inflight=3, flows_per_sender=2,
                     max_flows=None, snapshot_every=4, end=True, truncate_bytes=0,
                     corrupt_chunk=None, bad_crc_chunk=None, probe_cost=None,
-                    start_mono=5_000_000_000_000, flowtable_fraction=0.0, columns=False):
+                    start_mono=5_000_000_000_000, mono_to_real=1_700_000_000_000_000_000,
+                    flowtable_fraction=0.0, columns=False, router_id=None,
+                    boot_id="5e1f0000-0000-4000-8000-000000000001"):
     """Write an n-record file to path and return a Synthetic describing it.
 
     stages: enabled stage names (the core four are always there).
@@ -278,6 +290,10 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     bad_crc_chunk=i flips a payload byte of the i-th chunk, leaving its CRC stale.
     probe_cost: the COUNTERS and END chunks' "probe_cost" object, as given.
     start_mono: CLOCK_MONOTONIC at the start, ns (the machine's uptime).
+    mono_to_real: the header's mono_to_realtime_ns (realtime = monotonic + this).
+    router_id: the header's router_id, as if given with --router-id; None:
+    the recorder's default, hostname/netns ("synthetic/router").
+    boot_id: the header's clock.boot_id (files of one boot_id share a clock).
     flowtable_fraction: of the complete packets, this many at random took a
     flowtable's fast path (path flowtable: no t2, t_fwd, t3).
     columns: records in COLUMNS chunks, as the recorder writes them; False:
@@ -285,8 +301,8 @@ def write_synthetic(path, n, seed=1, *, stages=fmt.CORE_STAGES, chunk_records=65
     """
     stages = [s for s in fmt.STAGE_NAMES if s in set(stages) | set(fmt.CORE_STAGES)]
     rng = np.random.default_rng(seed)
-    mono_to_real = 1_700_000_000_000_000_000
-    header = _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender)
+    header = _header(n, seed, stages, start_mono, mono_to_real, flows_per_sender, router_id,
+                     boot_id)
     records, flows = _records(n, rng, stages, start_mono, rate_pps, drop_fraction,
                               inflight, flows_per_sender)
     if flowtable_fraction:  # drawn after the rest: the other fields stay as without

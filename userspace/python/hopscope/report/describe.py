@@ -23,7 +23,8 @@ def run(args, parser):
     df = load(args.file, verify=args.verify)
     a = df.attrs
     if args.json:
-        print(json.dumps({k: a[k] for k in ("header", "trailer", "counters", "truncated",
+        print(json.dumps({k: a[k] for k in ("header", "router_id", "trailer", "counters",
+                                            "truncated",
                                             "problems", "clock", "clock_problems",
                                             "cross_cpu", "probe_cost", "probe_floor",
                                             "calibration", "histograms", "hist_drops",
@@ -50,6 +51,7 @@ def describe(df):
     kernel, cpu = h.get("kernel") or {}, h.get("cpu") or {}
     out.append(("run", f"{when} on {h.get('hostname', '?')}, backend {h.get('backend', '?')}, "
                        f"tracer {h.get('tracer_version', '?')}"))
+    out.append(("router", router_line(a["router_id"], h)))
     out.append(("command", str(h.get("command", "?"))))
     out.append(("system", f"kernel {kernel.get('release', '?')} {kernel.get('machine', '')}, "
                           f"{cpu.get('count', '?')} x {cpu.get('model', '?')}"))
@@ -309,6 +311,16 @@ def budget_lines(df, delays):
     return out
 
 
+def router_line(rid, h):
+    """The router's id (df.attrs["router_id"]), where it came from, its host and netns."""
+    given = {True: "given", False: "default"}.get(h.get("router_id_given"),
+                                                  "from hostname and netns: a file before "
+                                                  "router_id")
+    netns = (h.get("netns") or {}).get("name")
+    return (f"{rid} ({given}), hostname {h.get('hostname', '?')}, "
+            + (f"netns {netns}" if netns else "the recorder's own netns"))
+
+
 def clock_line(c):
     """The clock facts of a loaded file's df.attrs["clock"] in one line."""
     def yes(v):
@@ -316,10 +328,17 @@ def clock_line(c):
     avail = c["available_clocksources"]
     avail = " ".join(avail) if isinstance(avail, list) else avail
     res, cost = c["resolution_ns"], c["user_read_cost_ns"]
+    sync, err = c["realtime_sync"], c["mono_to_realtime_err_ns"]
+    if isinstance(sync, dict):
+        sync = (("synced" if sync["synced"] else "NOT synced")
+                + f" (maxerror {sync['maxerror_ns']} ns, esterror {sync['esterror_ns']} ns, "
+                  f"status {sync['status']:#x}, TAI offset {sync['tai_offset_s']} s)")
     return (f"clocksource {c['clocksource']} (available: {avail}), "
             f"constant_tsc {yes(c['constant_tsc'])}, nonstop_tsc {yes(c['nonstop_tsc'])}; "
             f"instants {c['stamp_clock']} by {c['stamp_read']}, resolution "
             + (f"{res} ns" if isinstance(res, int) else res)
             + "; one read in user space "
             + (f"{cost} ns (median of {c['user_read_cost_reads']})"
-               if isinstance(cost, int) else cost))
+               if isinstance(cost, int) else cost)
+            + f"; boot_id {c['boot_id']}; realtime {sync}, monotonic to realtime ± "
+            + (f"{err} ns" if isinstance(err, int) else err))
