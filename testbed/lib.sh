@@ -17,7 +17,8 @@ hs_die() {
 	exit 1
 }
 
-# The namespace that plays ROLE (sender1, sender2, router, receiver) here.
+# The namespace that plays ROLE (sender1, sender2, router or r1 .. rN on a
+# chain, receiver) here.
 hs_ns() {
 	printf '%s%s\n' "$HS_PREFIX" "$1"
 }

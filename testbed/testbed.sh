@@ -473,9 +473,9 @@ make_routes() {
 		for l in "${LINKS[@]}"; do
 			read -r _ _ _ _ sub pos <<<"$l"
 			if [ "$pos" -lt $((k - 1)) ]; then
-				via=$((HOP_SUBNET + k - 1))" 1"
+				via="$((HOP_SUBNET + k - 1)) 1"	# rK-1's side of their link
 			elif [ "$pos" -gt "$k" ]; then
-				via=$((HOP_SUBNET + k))" 2"
+				via="$((HOP_SUBNET + k)) 2"	# rK+1's side
 			else
 				continue	# its own input or output link
 			fi
