@@ -1,8 +1,12 @@
 """`hopscope record` refuses bad values before it touches anything (exit 2,
 a message naming the option), and text from the machine never reaches a
-shell: an interface name full of shell syntax is only ever an argument."""
+shell: an interface name full of shell syntax is only ever an argument. A
+recording's header names its router (--router-id or the default) and carries
+the clock facts that align two hosts."""
+import ctypes
 import json
 import os
+import socket
 import subprocess
 
 import pytest
@@ -10,6 +14,7 @@ import pytest
 import signal
 import time
 
+import hopscope
 from testlib import HOPSCOPE, sh, start_recorder
 
 NS = "hst-rt-inj"
@@ -50,6 +55,12 @@ BASE = ["--in", "a", "--out", "b", "-o", "/nonexistent/never.hsr"]
     (["--realtime="], "--realtime"),
     (["--realtime=100"], "--realtime"),
     (["--realtime=fifo"], "--realtime"),
+    (["--router-id="], "--router-id"),
+    (["--router-id", "r 1"], "--router-id"),
+    (["--router-id", "r\t1"], "--router-id"),
+    (["--router-id", "r\n1"], "--router-id"),
+    (["--router-id", "r\u00e91"], "--router-id"),
+    (["--router-id", "r" * 65], "--router-id"),
 ])
 def test_bad_values_are_refused_with_exit_2(args, option):
     # the bad value last: it overrides BASE's good one
@@ -59,10 +70,17 @@ def test_bad_values_are_refused_with_exit_2(args, option):
     assert "Traceback" not in r.stderr
 
 
+def test_a_bad_router_id_is_one_line():
+    """the value is not echoed: it may hold the newline that makes two lines"""
+    r = record(*BASE, "--router-id", "r\n1")
+    assert r.returncode == 2 and len(r.stderr.splitlines()) == 1, r.stderr
+
+
 def test_good_values_still_pass_parsing():
     # parsing passes; what stops it is the missing interface (runtime: exit 1)
     r = record("--in", "hst-no-such-if", "--out", "hst-no-such-if", "-o", "/tmp/never.hsr",
-               "--duration=0.5", "--count=7", "--stages=t0,fwd", "--xdp-mode=generic")
+               "--duration=0.5", "--count=7", "--stages=t0,fwd", "--xdp-mode=generic",
+               "--router-id", "r" * 64)
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "no interface 'hst-no-such-if'" in r.stderr, r.stderr
 
@@ -165,3 +183,66 @@ def test_realtime_drains_at_sched_fifo(hostile_netns, tmp_path, args, policy):
     assert p.returncode == 0, err
     # the drain and the writing thread alike
     assert len(policies) >= 2 and set(policies.values()) == {policy}, policies
+
+
+class Timex(ctypes.Structure):
+    """struct timex of <sys/timex.h> (glibc), up to tai and its padding"""
+    _fields_ = [("modes", ctypes.c_uint), ("offset", ctypes.c_long), ("freq", ctypes.c_long),
+                ("maxerror", ctypes.c_long), ("esterror", ctypes.c_long),
+                ("status", ctypes.c_int), ("constant", ctypes.c_long),
+                ("precision", ctypes.c_long), ("tolerance", ctypes.c_long),
+                ("time", ctypes.c_long * 2), ("tick", ctypes.c_long),
+                ("ppsfreq", ctypes.c_long), ("jitter", ctypes.c_long), ("shift", ctypes.c_int),
+                ("stabil", ctypes.c_long), ("jitcnt", ctypes.c_long),
+                ("calcnt", ctypes.c_long), ("errcnt", ctypes.c_long),
+                ("stbcnt", ctypes.c_long), ("tai", ctypes.c_int),
+                ("pad", ctypes.c_int * 11)]
+
+
+def adjtimex():
+    """the kernel's NTP state, read as the recorder reads it (modes 0 sets nothing)"""
+    tx = Timex()
+    assert ctypes.CDLL(None, use_errno=True).adjtimex(ctypes.byref(tx)) >= 0
+    return tx
+
+
+STA_UNSYNC = 0x40
+
+
+@pytest.mark.parametrize("how, want", [
+    (["--router-id", "edge-1.r/2"], lambda ns: ("edge-1.r/2", True)),
+    ([], lambda ns: (f"{socket.gethostname()}/{ns}", False)),
+    # run inside the namespace, without --netns: the hostname alone
+    (["inside"], lambda ns: (socket.gethostname(), False)),
+])
+def test_router_id_and_clock_facts_of_a_recording(hostile_netns, tmp_path, how, want):
+    sh("ip", "-n", hostile_netns, "link", "add", "v0", "type", "veth", "peer", "name", "v1")
+    sh("ip", "-n", hostile_netns, "link", "set", "v0", "up")
+    sh("ip", "-n", hostile_netns, "link", "set", "v1", "up")
+    out = tmp_path / "run.hsr"
+    argv = [HOPSCOPE, "record", "--in", "v0", "--out", "v1", "-d", "0.3", "-q", "-o", str(out)]
+    if how == ["inside"]:
+        argv = ["ip", "netns", "exec", hostile_netns, *argv]
+    else:
+        argv += ["--netns", hostile_netns, *how]
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    h = header_json(out.read_bytes())
+    assert (h["router_id"], h["router_id_given"]) == want(hostile_netns)
+
+    clock = h["clock"]
+    with open("/proc/sys/kernel/random/boot_id") as f:
+        assert clock["boot_id"] == f.read().strip()
+    sync, tx = clock["realtime_sync"], adjtimex()
+    assert set(sync) == {"synced", "maxerror_ns", "esterror_ns", "status", "tai_offset_s"}
+    assert type(sync["synced"]) is bool
+    assert all(type(sync[k]) is int for k in sync if k != "synced"), sync
+    # the kernel's microseconds, in ns; synced is STA_UNSYNC clear
+    assert sync["maxerror_ns"] % 1000 == 0 and sync["esterror_ns"] % 1000 == 0, sync
+    assert sync["synced"] is not bool(sync["status"] & STA_UNSYNC)
+    assert (sync["synced"], sync["tai_offset_s"]) == \
+        (not tx.status & STA_UNSYNC, tx.tai), (sync, tx.status, tx.tai)
+    err = clock["mono_to_realtime_err_ns"]
+    assert type(err) is int and err >= 0
+    # the loader gives the same id
+    assert hopscope.load(str(out)).attrs["router_id"] == h["router_id"]
