@@ -5,14 +5,11 @@ third invocation must finish the campaign without redoing finished runs; then
 the summary, the dataset and the documented DuckDB and Spark queries are
 checked against the record files themselves: the expected values are computed
 here from each record's raw instants, not by the code that wrote them."""
-import contextlib
 import fcntl
 import json
 import os
 import re
-import shutil
 import signal
-import subprocess
 import time
 
 import duckdb
@@ -27,6 +24,7 @@ from hopscope.record.dataset import PART, partition
 from hopscope.traffic.scenario.load import load_scenario
 from campaignkit import (PREFIX, ROOT, hopscope as cli, our_namespaces, our_processes,
                                stop_group, take_testbed_down)
+from spark import local_spark
 from testlib import wait_for
 
 CI = os.path.join(ROOT, "traffic", "campaigns", "ci.toml")
@@ -227,50 +225,6 @@ def test_documented_duckdb_query_gives_each_runs_delays(campaign, records):
         assert row.packets == int((df["status"] == "complete").sum())
         assert row.d_iq_p50_us == pytest.approx(np.quantile(d_iq, 0.5) / 1e3)
         assert row.d_iq_p99_us == pytest.approx(np.quantile(d_iq, 0.99) / 1e3)
-
-
-@contextlib.contextmanager
-def local_spark():
-    """A small local Spark session, made before the documented code runs so
-    that its getOrCreate() takes this one. Its JVM is ended afterwards, passed
-    or failed: pyspark would keep it for the rest of the pytest process. Not a
-    fixture: without pyspark or java the test fails, rather than errs in setup."""
-    try:
-        from pyspark import SparkContext
-        from pyspark.sql import SparkSession
-    except ImportError:
-        pytest.fail("pyspark is not installed: run `make deps`")
-    if not (shutil.which("java") or os.environ.get("JAVA_HOME")):
-        pytest.fail("no java for Spark: run `make deps` (openjdk-17-jre-headless)")
-    try:
-        session = (SparkSession.builder.master("local[1]").appName("hopscope-test")
-                   .config("spark.driver.memory", "512m")
-                   # a short-lived JVM: the quick JIT alone and one GC thread
-                   # start it and run the queries in about half the time
-                   .config("spark.driver.extraJavaOptions",
-                           "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
-                   # loopback: the host's name may resolve to a testbed address
-                   .config("spark.driver.bindAddress", "127.0.0.1")
-                   .config("spark.driver.host", "127.0.0.1")
-                   .config("spark.ui.enabled", "false")
-                   .config("spark.sql.shuffle.partitions", "1")  # 200 tasks for 4 groups otherwise
-                   .getOrCreate())
-        session.sparkContext.setLogLevel("ERROR")
-        yield session
-    finally:
-        active = SparkSession.getActiveSession()
-        if active is not None:
-            active.stop()
-        gateway = SparkContext._gateway
-        if gateway is not None:
-            gateway.shutdown()
-            gateway.proc.stdin.close()  # the JVM exits when its stdin closes
-            try:
-                gateway.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                gateway.proc.kill()
-                gateway.proc.wait()
-            SparkContext._gateway = SparkContext._jvm = None
 
 
 # pyspark warns about pandas 3 as a session starts; nothing here goes through pandas

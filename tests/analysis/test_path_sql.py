@@ -1,0 +1,89 @@
+"""The path join in SQL (analysis/path_sql.py) on DuckDB gives load_path's
+packets table, case by case."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from hopscope.analysis import path_sql
+from hopscope.analysis.path import load_path
+from path_frames import chain, to_parquet
+from spark import local_spark
+
+duckdb = pytest.importorskip("duckdb")
+
+
+def sql_packets(frames, p, folder):
+    con = duckdb.connect()
+    for k, f in enumerate(to_parquet(frames, folder), 1):
+        con.execute(f"CREATE VIEW hop{k} AS SELECT * FROM read_parquet('{f}')")
+    return con.execute(path_sql.query(p)).df()
+
+
+def same_table(p, got, nhops):
+    """load_path's packets and the query's, row for row, column for column."""
+    seqs = [f"h{k}_seq" for k in range(1, nhops + 1)]
+    want = p.packets.copy()
+    got = got.copy()
+    for c in seqs:
+        got[c] = got[c].fillna(0).astype(np.uint64)
+    want = want.sort_values(seqs, ignore_index=True)
+    got = got.sort_values(seqs, ignore_index=True)
+    assert len(got) == len(want)
+    for c in got.columns:
+        a, b = want[c], got[c]
+        if c == "fate":
+            assert (a.astype(str) == b.astype(str)).all(), c
+        else:
+            a = pd.to_numeric(a).astype("float64").to_numpy()
+            b = pd.to_numeric(b).astype("float64").to_numpy()
+            assert np.array_equal(a, b, equal_nan=True), c
+
+
+@pytest.mark.parametrize("case", [
+    dict(hops=2),
+    dict(hops=3, queue_hop=2, theta=[0, 3_000_000, -9_000_000], drift_ppm=10,
+         boots=["a", "b", "c"]),
+    dict(hops=1, n_rev=0),
+])
+def test_query_gives_load_paths_table(case, tmp_path):
+    frames, _ = chain(**case)
+    p = load_path(frames)
+    same_table(p, sql_packets(frames, p, tmp_path), case["hops"])
+
+
+def test_collisions_nat_and_mid_path(tmp_path):
+    frames, _ = chain(n_rev=300, hops=3, drop_every=10**9)
+    up = frames[0]
+    twin = up.iloc[[100]].copy()
+    twin[["t1", "t2", "t3", "t4"]] += 1000
+    twin["seq"] = np.uint64(99)
+    nat = up.index < 50
+    up["nat_src"] = pd.Categorical(np.where(nat, "192.0.2.1", None))
+    frames[0] = pd.concat([up, twin], ignore_index=True)
+    frames[0].attrs = up.attrs
+    mid = frames[1]
+    extra = mid.iloc[:5].copy()
+    extra["key"] = np.arange(1, 6, dtype=np.uint32)
+    extra["in_if"] = pd.Categorical(["side"] * 5)
+    extra["seq"] = np.arange(1, 6, dtype=np.uint64)
+    frames[1] = pd.concat([mid.iloc[50:], extra], ignore_index=True)
+    frames[1].attrs = mid.attrs
+    p = load_path(frames)
+    fates = p.packets["fate"].astype(str).value_counts()
+    assert fates["collision at the next hop"] == 2 and fates["NAT changed its key"] == 50
+    assert (p.packets["first_hop"] == 2).sum() == 5 + 1
+    same_table(p, sql_packets(frames, p, tmp_path), 3)
+
+
+# pyspark warns about pandas 3 as a session starts, and in toPandas
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+@pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
+def test_query_on_spark(tmp_path):
+    frames, _ = chain(hops=3, queue_hop=2, theta=[0, 3_000_000, -9_000_000], drift_ppm=10,
+                      boots=["a", "b", "c"], n_fwd=1500, n_rev=500)
+    p = load_path(frames)
+    with local_spark() as spark:
+        for k, f in enumerate(to_parquet(frames, tmp_path), 1):
+            spark.read.parquet(f).createOrReplaceTempView(f"hop{k}")
+        got = spark.sql(path_sql.query(p)).toPandas()
+    same_table(p, got, 3)
