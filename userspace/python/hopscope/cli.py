@@ -24,6 +24,8 @@ SUBCOMMANDS = {
     "describe": ("hopscope.report.describe",
                  "summarise a record file: run, interfaces, counts, delays"),
     "report": ("hopscope.report.pdf", "a PDF report of one or more runs: tables and the paper's figures"),
+    "path": ("hopscope.report.path",
+             "the files of the routers along a path joined per packet: hops, links, clocks"),
     "paper": ("hopscope.report.paper",
               "the paper's claims (Sec. IV-D, IV-E) checked on campaigns, Figs. 4-12 redrawn"),
     "serve": ("hopscope.live.serve",
