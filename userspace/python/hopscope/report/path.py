@@ -69,18 +69,22 @@ def run(args, parser):
     except PathError as e:
         print(f"hopscope path: {e}")
         return 1
-    os.makedirs(args.out, exist_ok=True)
-    _parquet(p.packets, os.path.join(args.out, "packets.parquet"))
-    _parquet(p.hop_rows, os.path.join(args.out, "hops.parquet"))
-    write_json(os.path.join(args.out, "path.json"), as_json(p))
-    if not args.no_pdf:
-        from .path_pages import write
-        pdf = os.path.join(args.out, "path.pdf")
-        with atomic(pdf) as tmp:
-            write(p, tmp, f"Path of {len(p.hops)} routers")
+    write(p, args.out, pdf=not args.no_pdf)
     for label, text in summary(p):
         print(f"{label:<11} {text}")
     return 0
+
+
+def write(p, out, pdf=True):
+    """A path's files in the folder out (made if missing): see the module text."""
+    os.makedirs(out, exist_ok=True)
+    _parquet(p.packets, os.path.join(out, "packets.parquet"))
+    _parquet(p.hop_rows, os.path.join(out, "hops.parquet"))
+    write_json(os.path.join(out, "path.json"), as_json(p))
+    if pdf:
+        from . import path_pages
+        with atomic(os.path.join(out, "path.pdf")) as tmp:
+            path_pages.write(p, tmp, f"Path of {len(p.hops)} routers")
 
 
 def _parquet(df, path):
