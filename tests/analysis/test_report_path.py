@@ -4,6 +4,7 @@ nothing on them overlaps or runs off, and an empty path."""
 import re
 import subprocess
 
+import numpy as np
 import pytest
 
 from hopscope.analysis.path import load_path
@@ -85,14 +86,16 @@ def test_the_tail_page_names_the_queue_it_comes_from(tmp_path, queue_hop):
 
 
 def test_queues_are_on_hop_1s_clock():
-    frames, _ = chain(hops=2, theta=[0, 7_000_000], boots=["a", "b"])
+    # forward packets only: the queues' first steps are theirs
+    frames, _ = chain(hops=2, n_rev=0, theta=[0, 7_000_000], boots=["a", "b"])
     p = load_path(frames)
-    shifted = path_pages._on_hop1(p)
-    t1 = [s["t1"].to_numpy() for s in shifted]
-    # unshifted, hop 2's queue would start 7 ms after hop 1's
-    assert abs(t1[1][t1[1] > 0].min() - t1[0][t1[0] > 0].min()) < 100_000
-    one = p.packets.iloc[123]
-    assert one["h2_t1"] in t1[1]
+    (in1, out1), (in2, out2) = path_pages._queues_on_hop1(p)
+    # hop 2's output queue fills as its packets' t3 on hop 1's clock say
+    t3, t4 = (p.packets[f"h2_{s}"].to_numpy() for s in ("t3", "t4"))
+    assert abs(out2.t_ns[0] - t3[t4 > 0].min()) <= 1
+    # unshifted, hop 2's queues would start 7 ms after hop 1's
+    assert abs(in2.t_ns[0] - in1.t_ns[0]) < 100_000
+    assert all((np.diff(q.t_ns) >= 0).all() for q in (in1, out1, in2, out2))
 
 
 def test_a_path_without_delivered_packets_says_so(tmp_path):

@@ -5,16 +5,16 @@ each hop's queues over time on hop 1's clock; and the loss table.
 
     write(load_path(files), "path.pdf", "Path of 3 routers")
 """
+from dataclasses import replace
+
 import numpy as np
-import pandas as pd
 from matplotlib import ticker
 
-from ..analysis import path as path_analysis
 from ..analysis.hist import relative_histogram
+from ..analysis.path import shift_ns
 from ..analysis.path_clock import Offset
 from ..analysis.queues import occupancy
 from . import figures as fig, forked, layout
-from .page import PAGE, plt
 from .pdf import _page, _us
 
 HOP_STAGES = ("d_iq", "d_p", "d_oq")
@@ -29,9 +29,9 @@ def write(p, pdf_path, title):
     for hops in _groups(p):
         jobs.append(("the stage delays", _page, (_stages, p, title, hops)))
     jobs.append(("the tail", _page, (_tail, p, title)))
-    shifted = _on_hop1(p)
+    queues = _queues_on_hop1(p)
     for hops in _groups(p):
-        jobs.append(("the queues", _page, (_queues, p, title, hops, shifted)))
+        jobs.append(("the queues", _page, (_queues, p, title, hops, queues)))
     jobs.append(("the loss table", _loss, (p, title)))
     return forked.write(pdf_path, jobs)
 
@@ -57,21 +57,20 @@ def _links(p):
     return [Offset(**{c: r[c] for c in fields}) for r in p.offsets.iloc[1:].to_dict("records")]
 
 
-def _first_instant(p):
-    t1 = p.hops[0].df["t1"].to_numpy()
-    return int(t1[t1 > 0].min()) if (t1 > 0).any() else 0
-
-
 def against_hop1(p):
-    """Each hop's clock against hop 1's, link offsets chained: [(offset ns
-    at hop 1's first instant, drift ppm, uncertainty ns: NaN where a link
-    is an upper bound only)], hop 1 first."""
-    at = float(_first_instant(p))  # on hop 1's clock, then on each next hop's
-    out = [(0.0, 0.0, 0.0)]
-    for off in _links(p):
-        at += float(off.at(at))  # hop k+1's instants are hop k's plus theta
-        err = out[-1][2] + off.uncertainty_ns  # NaN stays NaN
-        out.append((at - _first_instant(p), out[-1][1] + off.drift_ppm, err))
+    """Each hop's clock against hop 1's at the hop's first instant (t1):
+    [(what its instants lose to be read on hop 1's clock, ns; drift ppm;
+    uncertainty ns, the links' summed: NaN where one is an upper bound
+    only)], hop 1 first; the offset None for a hop without records."""
+    links = _links(p)
+    out = []
+    for h in p.hops:
+        k = h.n - 1
+        t1 = h.df["t1"].to_numpy()
+        off = (float(shift_ns(links[:k], np.array([fig.first_instant(h.df)], np.float64))[0])
+               if (t1 > 0).any() else None)
+        out.append((off, sum(o.drift_ppm for o in links[:k]),
+                    sum(o.uncertainty_ns for o in links[:k])))  # NaN stays NaN
     return out
 
 
@@ -195,11 +194,11 @@ def _tail(f, p, title):
         return
     cut = np.quantile(transit, TAIL_Q)
     worst = top.loc[top["share"].idxmax()]
+    usual = float(every.set_index("part").loc[worst["part"], "share"])
     text = layout.Text(
         f"The largest share of the tail: {worst['part']}, {worst['share']:.1%} of the "
         f"transit of the {int(worst['packets'])} packets at or above the transit's p99 "
-        f"({_us(cut)} µs), against {float(every.set_index('part').loc[worst['part'], 'share']):.1%}"
-        f" over all {len(transit)} delivered packets. A share is the part's mean over the "
+        f"({_us(cut)} µs), against {usual:.1%} over all {len(transit)} delivered packets. A share is the part's mean over the "
         "packets' mean transit; shares add up to 100 % as the parts add up to the transit.",
         10)
     plots, ax_t = layout.strip(f, text.height + 2 * layout.PAD)
@@ -224,15 +223,23 @@ def _tail(f, p, title):
     f.suptitle(f"{title}: where the end-to-end tail comes from")
 
 
-def _on_hop1(p):
-    """Every record of each hop (both ways), its instants on hop 1's clock:
-    the join's own shift, from the offsets table."""
-    return [pd.DataFrame(s) for s in path_analysis._shifts(p.hops, _links(p))]
+def _queues_on_hop1(p):
+    """Per hop, its input and output queues over every record of its file
+    (both ways), the instants read on hop 1's clock."""
+    links = _links(p)
+    out = []
+    for h in p.hops:
+        qs = []
+        for q in (occupancy(h.df, "input"), occupancy(h.df, "output")):
+            # the shift moves far slower than time: the steps keep their order
+            shift = np.floor(shift_ns(links[:h.n - 1], q.t_ns.astype(np.float64)) + 0.5)
+            qs.append(replace(q, t_ns=q.t_ns - shift.astype(np.int64)))
+        out.append(qs)
+    return out
 
 
-def _queues(f, p, title, hops, shifted):
-    series = {n: [occupancy(shifted[n - 1], q) for q in ("input", "output")]
-              for n in [h.n for h in p.hops]}
+def _queues(f, p, title, hops, queues):
+    series = dict(zip([h.n for h in p.hops], queues))
     starts = [q.t_ns[0] for qs in series.values() for q in qs if len(q.t_ns)]
     ends = [q.t_ns[-1] for qs in series.values() for q in qs if len(q.t_ns)]
     axes = f.subplots(min(len(p.hops), HOPS_PER_PAGE), 2, squeeze=False)
