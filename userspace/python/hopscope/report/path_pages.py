@@ -174,8 +174,10 @@ def _stages(f, p, title, hops):
             what = (f"link {n}: hop {n} → {n + 1}" if row == "link" else
                     f"hop {n} {row} ({p.hops[n - 1].router})")
             ax.set_title(f"{what}, {np.count_nonzero(np.isfinite(v))} packets", fontsize=9)
-            if j:
-                ax.set_ylabel("")
+            # bins fitted to the row's range (a fixed µs would make sub-µs
+            # stages one bar): said once a row
+            ax.set_ylabel(f"relative frequency\n({_ns_as_us(width).rstrip('0').rstrip('.')} "
+                          "µs bins)" if not j else "")
     f.suptitle(f"{title}: each hop's stage delays and the links, relative frequency "
                "(delivered and dropped packets, each stage it reached; a row's x range "
                "is shared)", wrap=True)
