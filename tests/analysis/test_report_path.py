@@ -5,6 +5,7 @@ import re
 import subprocess
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from hopscope.analysis.path import load_path
@@ -121,3 +122,23 @@ def test_a_path_without_records(tmp_path):
     text = pages_text(pdf)
     assert "0 packets entered the path" in text[0] and "(none)" in text[-1]
     assert "No packet crossed the whole path" in " ".join(text[2].split())
+
+
+def test_long_tables_go_on_over_pages(tmp_path):
+    frames, _ = chain(hops=2, n_fwd=400, n_rev=0)
+    p = load_path(frames)
+    # more drop reasons and problems than a page holds
+    reasons = [f"REASON_{i}" for i in range(90)]
+    p.loss = pd.DataFrame({"entered": 1, "fate": "dropped", "hop": 2, "stage": "t3",
+                           "reason": reasons, "packets": 1})
+    p.problems = [f"problem number {i}: " + "words " * 30 for i in range(40)]
+    pdf = tmp_path / "long.pdf"
+    n = path_pages.write(p, pdf, "Path long")
+    text = pages_text(pdf)
+    assert n == len(text) > 5 + 2
+    continued = [t for t in text if "(continued)" in t]
+    assert any("problem number 39" in t for t in continued)
+    found = re.findall(r"REASON_\d+", "".join(text))
+    assert found == reasons  # each once, in order
+    assert re.search(r"^\s*total\s+90\s+100\.00%", text[-1], re.M)
+    reads(pdf, tmp_path)

@@ -82,7 +82,7 @@ def _offset_rows(p):
         rows.append([str(h.n), h.router, h.file, str(len(h.df)), o.method,
                      _ns_as_us(o.offset_ns), err(o.uncertainty_ns),
                      f"{o.pairs_forward}/{o.pairs_reverse}", _ns_as_us(off1),
-                     f"{drift1:.3f}", err(err1), o.note])
+                     f"{round(drift1, 3) + 0.0:.3f}", err(err1), o.note])  # + 0.0: no "-0.000"
     return rows
 
 
@@ -94,13 +94,13 @@ def _summary(pdf, p, title):
         "offsets hop by hop), so hop delays and link times add up to the end-to-end "
         "transit. A link time is hop k+1's t1 less hop k's t4."))
     out.add(layout.Table(_offset_rows(p),
-                         ["hop", "router", "file", "records", "clock method",
-                          "offset vs the hop before (µs)", "± (µs)", "pairs fwd/rev",
-                          "offset vs hop 1 (µs)", "drift vs hop 1 (ppm)", "± vs hop 1 (µs)",
+                         ["hop", "router", "file", "records", "method", "offset", "±",
+                          "pairs fwd/rev", "vs hop 1", "drift (ppm)", "± vs hop 1",
                           "note"],
-                         "the hops and their clocks: each one's offset against the hop "
-                         "before (how it was found) and against hop 1, at the first packet "
-                         "(what its instants lose to be read on hop 1's clock)"))
+                         "the hops and their clocks (µs): each one's offset against the hop "
+                         "before, how it was found (method, packets paired each way), and "
+                         "against hop 1 at the hop's first packet, with its drift: what its "
+                         "instants lose to be read on hop 1's clock"))
     fates = p.packets.groupby(["first_hop", "fate"], observed=True).size()
     entered = p.packets["first_hop"].value_counts()
     rows = [[_router(p, int(k)), str(fate), str(n), f"{n / entered[k]:.2%}"]
