@@ -200,8 +200,9 @@ def _tail(f, p, title):
     text = layout.Text(
         f"The largest share of the tail: {worst['part']}, {worst['share']:.1%} of the "
         f"transit of the {int(worst['packets'])} packets at or above the transit's p99 "
-        f"({_us(cut)} µs), against {usual:.1%} over all {len(transit)} delivered packets. A share is the part's mean over the "
-        "packets' mean transit; shares add up to 100 % as the parts add up to the transit.",
+        f"({_us(cut)} µs), against {usual:.1%} over all {len(transit)} delivered packets. "
+        "A share is the part's mean over the packets' mean transit; shares add up to 100 % "
+        "as the parts add up to the transit.",
         10)
     plots, ax_t = layout.strip(f, text.height + 2 * layout.PAD)
     text.draw(ax_t, layout.MARGIN, layout.PAD)
