@@ -166,8 +166,8 @@ def test_cli_lossless_options(tmp_path):
 def test_one_condition_with_defaults():
     (c,) = parse_scenario(BASE, "/x/one.toml").conditions()
     assert c.name == "one" and c.repetitions == 1
-    assert c.testbed == {"mode": "rps", "shape": "none", "shape_in": "none", "sink": False,
-                         "shield": False}
+    assert c.testbed == {"mode": "rps", "routers": 1, "shape": "none", "shape_in": "none",
+                         "sink": False, "shield": False}
     s = c.senders[0]
     assert (s.namespace, s.generator, s.protocol, s.port, s.cpu) == \
         ("sender1", "ditg", "udp", 10001, "sender")

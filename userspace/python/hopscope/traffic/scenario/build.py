@@ -6,8 +6,8 @@ import os
 from ..generators.ditg import SIGNAL_PORT
 from ..testbed import TestbedError, layout
 from .check import (CPU_ROLES, GENERATORS, MAX_COUNT, MAX_PPS, MAX_REPETITIONS, MAX_SECONDS,
-                    MAX_SIZE, MIN_SIZE, POLL_PPS, PROGRAM, SIZE_DISTS, STAGES, Reader,
-                    mean_size)
+                    MAX_SIZE, MIN_SIZE, POLL_PPS, PROGRAM, ROUTER_RE, SIZE_DISTS, STAGES,
+                    Reader, mean_size)
 
 
 def build(flat, name, scenario, senders, lossless, problems):
@@ -15,8 +15,10 @@ def build(flat, name, scenario, senders, lossless, problems):
     before = len(problems)
     r = Reader(flat, problems)
     duration = r.number(("duration",), 10.0, above=0, hi=MAX_SECONDS, what="seconds")
+    routers = r.integer(("testbed", "routers"), 1, lo=1)
     testbed = {"mode": r.choice(("testbed", "mode"), "rps", ("rps", "inline", "napi")),
-               "shape": r.string(("testbed", "shape"), "none"),
+               "routers": routers,
+               "shape": _shape(r, routers),
                "shape_in": r.string(("testbed", "shape_in"), "none"),
                "sink": r.boolean(("testbed", "sink"), False),
                "shield": r.boolean(("testbed", "shield"), False)}
@@ -59,19 +61,59 @@ def _stages(r):
 
 def _layout(r, testbed):
     """The testbed this condition's [testbed] asks for, as testbed.sh plans it
-    (its mode and shapers checked by testbed.sh itself); None if it cannot be."""
+    (its mode, chain and shapers checked by testbed.sh itself); None if it
+    cannot be."""
+    mode, routers = testbed["mode"], testbed["routers"]
     try:
-        lay = layout(mode=testbed["mode"])
+        lay = layout(mode=mode)
     except TestbedError as e:
         r.bad(("testbed", "mode"), str(e))
         return None
-    for key in ("shape", "shape_in"):
-        if testbed[key] != "none":
+    try:
+        lay = layout(mode=mode, routers=routers)
+    except TestbedError as e:
+        r.bad(("testbed", "routers"), str(e))
+        return None
+    shape = testbed["shape"]
+    # each shaper alone, so a problem names its own key
+    shapes = ([(("testbed", "shape"), shape)] if isinstance(shape, str)
+              else [(("testbed", "shape", k), {k: v}) for k, v in shape.items()])
+    shapes.append((("testbed", "shape_in"), testbed["shape_in"]))
+    for path, spec in shapes:
+        if spec != "none":
+            key = "shape_in" if path[-1] == "shape_in" else "shape"
             try:
-                layout(mode=testbed["mode"], **{key: testbed[key]})
+                layout(mode=mode, routers=routers, **{key: spec})
             except TestbedError as e:
-                r.bad(("testbed", key), str(e))
+                r.problems.append((r.origin(path[:2]) + path[2:], f"{'.'.join(path)}: {e}"))
     return lay
+
+
+def _shape(r, routers):
+    """testbed.shape: a string (the last router's output), or a table of
+    router (r1 .. rN) to its output's shaper; "none" where one is refused."""
+    path = ("testbed", "shape")
+    v = r.get(path, "none")
+    if isinstance(v, str):
+        return v
+    if not isinstance(v, dict):
+        r.bad(path, f"must be a shaper (\"tbf:10mbit\") or a table of router to shaper "
+                    f"({{r2 = \"tbf:10mbit\"}}), not {v!r}")
+        return "none"
+    ok = True
+    for k, spec in v.items():
+        where = (r.origin(path) + (k,), f"testbed.shape.{k}: ")
+        m = ROUTER_RE.fullmatch(k)
+        if not m or int(m.group(1)) > routers:
+            r.problems.append((where[0], where[1] + f"not a router of this chain: it has "
+                               + ("r1 (routers = 1)" if routers == 1 else
+                                  f"r1 .. r{routers} (routers = {routers})")))
+            ok = False
+        elif not isinstance(spec, str):
+            r.problems.append((where[0], where[1] + f"must be a shaper such as \"tbf:10mbit\","
+                                                    f" not {spec!r}"))
+            ok = False
+    return dict(v) if ok else "none"
 
 
 def _sender(r, name, index, top_duration, lossless, cond_name, lay):

@@ -12,7 +12,7 @@ from ..throughput_file import READ_ERRORS, read_results
 TOP = {"name", "description", "repetitions", "duration", "throughput", "testbed", "tracer",
        "senders", "conditions", "vary"}
 CASE = {"name", "description", "duration", "repetitions", "testbed", "tracer", "senders"}
-TESTBED = {"mode", "shape", "shape_in", "sink", "shield"}
+TESTBED = {"mode", "routers", "shape", "shape_in", "sink", "shield"}
 TRACER = {"stages", "backend", "xdp_mode", "ring_mib", "slots", "drops"}
 SENDER = {"namespace", "generator", "protocol", "tos", "size", "rate", "gaps", "count",
           "duration", "start", "port", "cpu", "send_buffer", "seed", "active"}
@@ -39,6 +39,7 @@ MAX_COUNT = 10**10          # packets of one sender in one run
 MAX_CONDITIONS = 10_000     # cases x the [vary] product
 NAME_RE = re.compile(r"[A-Za-z0-9_-]+")
 CASE_RE = re.compile(r"[A-Za-z0-9_=-][A-Za-z0-9._=-]*")
+ROUTER_RE = re.compile(r"r([1-9][0-9]*)")  # a chain's router: r1, r2, ...
 LOSSLESS_RE = re.compile(r"lossless(?:\[([^\]]+)\])?(?:\*([0-9]*\.?[0-9]+))?")
 
 

@@ -128,7 +128,10 @@ def _plural(n, word):
 def describe(cond):
     """One line: testbed, then each sender's traffic."""
     tb = cond.testbed
-    parts = [f"{tb['mode']}" + (f", {tb['shape']}" if tb["shape"] != "none" else "")
+    shape = tb["shape"] if isinstance(tb["shape"], str) else \
+        ", ".join(f"{k} {v}" for k, v in tb["shape"].items())
+    parts = [f"{tb['mode']}" + (f", {tb['routers']} routers" if tb["routers"] > 1 else "")
+             + (f", {shape}" if shape != "none" else "")
              + (f", inputs {tb['shape_in']}" if tb["shape_in"] != "none" else "")
              + (", sink" if tb["sink"] else "")
              + (", shield" if tb["shield"] else "")]

@@ -68,7 +68,7 @@ class Condition:
     scenario: str
     repetitions: int
     description: str
-    testbed: dict       # mode, shape, shape_in, sink, shield
+    testbed: dict       # mode, routers, shape (a string or {rK: spec}), shape_in, sink, shield
     tracer: dict        # stages, backend, xdp_mode, ring_mib, slots, drops
     senders: tuple      # the active Senders
     source_text: str = field(default="", compare=False, repr=False)  # the scenario file
