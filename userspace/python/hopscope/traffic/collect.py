@@ -1,7 +1,14 @@
 """After a run: the generators' logs decoded, what each sender sent and its
-receiver got, the truth join with the records, metadata.json."""
+receiver got, the truth join with the records, on a chain the routers'
+files joined per packet (path/), metadata.json."""
+import os
+
+import pandas as pd
+
 from .generators import REACHED, ditg, iperf, kernel_counted
+from ..analysis.path import load_path
 from ..record.load import load
+from ..report.path import stage_table, write as write_path
 from ..files import read_text, write_json
 from .result import RunError, RunResult
 from .truth import join_truth, truth_counts
@@ -57,15 +64,25 @@ def collect(run, counters, finish=None):
             f"RcvbufErrors; InErrors {errors.get('InErrors')}): D-ITG's logs lack them, iperf3's "
             "received counts them (they reached the receiver)")
     forwarded = counters.forwarded()
-    meta["counts"] = {"sent": sent, "received": received, "forwarded": forwarded}
+    meta["counts"] = {"sent": sent, "received": received, "forwarded": forwarded,
+                      "routers": counters.per_router()}
     paths = {"metadata": run.path("metadata.json"), "scenario": run.path("scenario.toml")}
     result = RunResult(sent, received, forwarded, None, paths, counters=meta["interfaces"],
                        cpus=meta["cpus"], send_seconds=send_seconds)
     if run.record:
-        paths["records"] = run.path("run.hsr")
-        df = result.records = load(paths["records"])
+        files = run.record_files()
+        paths["records"] = files[0][1]
+        result.hops = [(role, _load(f)) for role, f in files]
+        # the generators' truth is about the first router, where every packet enters
+        df = result.records = result.hops[0][1]
         result.complete = meta["counts"]["complete"] = int((df["status"] == "complete").sum())
-        meta["record_problems"] = list(df.attrs.get("problems") or ())
+        meta["record_problems"] = list(df.attrs.get("problems") or ()) if not run.chain else \
+            [f"{role}: {p}" for role, d in result.hops for p in d.attrs.get("problems") or ()]
+        if run.chain:
+            result.path = load_path([d for _, d in result.hops])
+            paths["path"] = run.path("path")
+            write_path(result.path, paths["path"], pdf=run.path_pdf)
+            meta["path"] = path_summary(result.path)
         truth = join_truth(df, run.out, meta)
         if len(truth):
             paths["truth"] = run.path("truth.parquet")
@@ -76,6 +93,37 @@ def collect(run, counters, finish=None):
         finish(result, meta)
     write_json(paths["metadata"], meta)
     return result
+
+
+def _load(f):
+    """A record file, named in the path's results by its name in the run's folder."""
+    df = load(f)
+    df.attrs["path"] = os.path.basename(f)
+    return df
+
+
+def path_summary(p):
+    """metadata.json's "path": the clocks' offsets, the packets that entered
+    the path by fate (and the drops by hop), the end-to-end transit; the
+    rest is in path/ (report/path.py)."""
+    loss = p.loss
+    dropped = loss[loss["fate"] == "dropped"].groupby("hop")["packets"].sum()
+    transit = stage_table(p).iloc[-1]  # the path's transit, over delivered packets
+    return {
+        "folder": "path",
+        "routers": [h.router for h in p.hops],
+        "offsets": [{"hop": int(o.hop), "router": o.router, "method": o.method,
+                     "offset_ns": float(o.offset_ns),
+                     "uncertainty_ns": None if pd.isna(o.uncertainty_ns)
+                     else float(o.uncertainty_ns)} for o in p.offsets.itertuples()],
+        "entered": int(loss["packets"].sum()),
+        "fates": {f: int(n) for f, n in loss.groupby("fate")["packets"].sum().items() if n},
+        "dropped_by_hop": {p.hops[h - 1].router: int(n) for h, n in dropped.items()},
+        "transit_p50_ns": None if not transit["packets"] else float(transit["p50_ns"]),
+        "transit_p99_ns": None if not transit["packets"] else float(transit["p99_ns"]),
+        "transit_packets": int(transit["packets"]),
+        "problems": list(p.problems),
+    }
 
 
 def _ditg_tables(run, s, m):

@@ -1,8 +1,9 @@
 """What the kernel counted during a run, outside the tracer: every testbed
-interface's packets and drops, the drops of the router's output queue, the
+interface's packets and drops, the drops of each router's output queue, the
 receiver's UDP errors, the sink, and the CPU time the machine's host took
 from each CPU (steal). Taken before the senders start and after they stop;
-the runner keeps the deltas."""
+the runner keeps the deltas. A chain's routers (lay["routers"], in path
+order) are counted each; one router is the chain of one."""
 import json
 import os
 import subprocess
@@ -67,11 +68,12 @@ def _qdisc_drops(ns, dev):
 
 
 def quiet_state(lay):
-    """What still moves after the senders stopped: the router's output
-    queue, its transmits, the receiver's arrivals and its sockets' queues."""
-    ns, out = lay["namespaces"], lay["router"]["out"]
+    """What still moves after the senders stopped: the routers' output
+    queues, their transmits, the receiver's arrivals and its sockets' queues."""
+    ns, routers = lay["namespaces"], lay["routers"]
     links = _links(ns["receiver"])
-    return (_qdisc_queued(ns["router"], out), _links(ns["router"])[out]["tx_packets"],
+    return (sum(_qdisc_queued(r["netns"], r["out"]) for r in routers),
+            tuple(_links(r["netns"])[r["out"]]["tx_packets"] for r in routers),
             sum(v["rx_packets"] for v in links.values()), _udp_rx_queued(ns["receiver"]))
 
 
@@ -86,8 +88,10 @@ class Counters:
         ns = self.lay["namespaces"]
         snap = {role: _links(name) for role, name in ns.items()}
         snap["receiver_udp"] = _udp(ns["receiver"])
-        snap["router_out_queue"] = {"dropped": _qdisc_drops(ns["router"],
-                                                            self.lay["router"]["out"])}
+        snap["router_out_queues"] = {r["role"]: {"dropped": _qdisc_drops(r["netns"], r["out"])}
+                                     for r in self.lay["routers"]}
+        snap["router_out_queue"] = {"dropped": sum(q["dropped"] for q in
+                                                   snap["router_out_queues"].values())}
         snap["cpu_steal_ms"] = _steal_ms()
         if self.sink:
             words = self.testbed("sink").split()  # "packets N bytes M"
@@ -102,12 +106,23 @@ class Counters:
 
     def deltas(self):
         """{role: {interface: {counter: after - before}}, receiver_udp: {...},
-        router_out_queue: {dropped: N}, cpu_steal_ms: {cpu: ms}, sink: {...}}"""
+        router_out_queue: {dropped: N, all routers'}, router_out_queues:
+        {router role: {dropped: N}}, cpu_steal_ms: {cpu: ms}, sink: {...}}"""
         a, b = self.snaps
         return {k: _delta(a[k], b[k]) for k in a}
 
     def forwarded(self):
-        return self.deltas()["router"][self.lay["router"]["out"]]["tx_packets"]
+        """What the last router sent on toward the receiver."""
+        return self.per_router()[self.lay["routers"][-1]["role"]]["forwarded"]
+
+    def per_router(self):
+        """{router role: {received: on its inputs, forwarded: on its output,
+        out_queue_dropped}}, packets, in path order; control packets included."""
+        d = self.deltas()
+        return {r["role"]: {"received": sum(d[r["role"]][i]["rx_packets"] for i in r["in"]),
+                            "forwarded": d[r["role"]][r["out"]]["tx_packets"],
+                            "out_queue_dropped": d["router_out_queues"][r["role"]]["dropped"]}
+                for r in self.lay["routers"]}
 
 
 def _delta(a, b):

@@ -15,7 +15,9 @@ class RunResult:
     paths: dict = field(default_factory=dict)
     seconds: float = 0.0
     truth: dict | None = None   # truth.truth_counts per sender (with a recording)
-    records: object = None      # the run's records (hopscope.load), loaded once
+    records: object = None      # the records of the run's (first) router (hopscope.load)
+    hops: list | None = None    # [(router role, its records)] in path order, with a recording
+    path: object = None         # a chain's analysis.path.Path (load_path), else None
     counters: dict | None = None  # counters.Counters.deltas(): what the kernel counted
     cpus: dict | None = None    # role -> CPU, as the testbed placed them
     send_seconds: dict = field(default_factory=dict)  # sender -> s its generator took (iperf3)

@@ -1,9 +1,10 @@
 """run_condition: one condition of a scenario, once, on a fresh testbed.
 
-Testbed up (HS_PREFIX=prefix) -> receivers -> recorder -> senders -> wait ->
-receivers and recorder stopped -> testbed down, always, also on an error or
-Ctrl-C. Then the generators' logs are decoded and, with a record file, joined
-to the records (truth.py). The folder gets run.hsr, the generator logs and
+Testbed up (HS_PREFIX=prefix) -> receivers -> recorders -> senders -> wait ->
+receivers and recorders stopped -> testbed down, always, also on an error or
+Ctrl-C. Then the generators' logs are decoded and, with record files, joined
+to the records (truth.py). The folder gets run.hsr (on a chain of routers
+rK.hsr per router and the path joined in path/), the generator logs and
 tables, scenario.toml and metadata.json (traffic/README.md).
 """
 import json
@@ -34,10 +35,11 @@ def require_root():
         raise RunError("must run as root (network namespaces, BPF)")
 
 
-def run_condition(cond, outdir, prefix="hs-", record=True, finish=None):
+def run_condition(cond, outdir, prefix="hs-", record=True, finish=None, path_pdf=True):
     """Run cond once into outdir (made if missing); see the module docstring.
     finish(result, meta), if given, runs after the results are collected and
-    before metadata.json is written, and may add to meta."""
+    before metadata.json is written, and may add to meta. path_pdf: on a
+    chain, write path/path.pdf too."""
     require_root()
     tools = {"ITGSend", "ITGRecv", "ITGDec"} if any(s.generator == "ditg" for s in cond.senders) \
         else set()
@@ -52,6 +54,7 @@ def run_condition(cond, outdir, prefix="hs-", record=True, finish=None):
     except TestbedError as e:
         raise RunError(f"testbed: {e}")
     run = _Run(cond, os.path.abspath(outdir), prefix, record, finish, lay)
+    run.path_pdf = path_pdf
     try:
         return run.go()
     except BaseException as e:
@@ -77,6 +80,18 @@ class _Run:
                      "senders": {}, "warnings": []}
         self.up = False
         self.rxcount = None
+        self.recorders = []  # (router role, Popen), in path order
+
+    @property
+    def chain(self):
+        return len(self.lay["routers"]) > 1
+
+    def record_files(self):
+        """(router role, record file) per router in path order: run.hsr for
+        one router, rK.hsr for each of a chain's."""
+        if not self.chain:
+            return [(self.lay["routers"][0]["role"], self.path("run.hsr"))]
+        return [(r["role"], self.path(f"{r['role']}.hsr")) for r in self.lay["routers"]]
 
     def path(self, name):
         return os.path.join(self.out, name)
@@ -118,13 +133,13 @@ class _Run:
         counters.before()
         self.start_receivers(cpus["receiver"])
         if self.record:
-            self.start_recorder(cpus["router"])
+            self.start_recorders(cpus["router"])
         self.meta["senders_start_realtime_ns"] = time.time_ns()
         self.run_senders(cpus)
         self.settle()
         self.stop_receivers()
         if self.record:
-            self.stop_recorder()
+            self.stop_recorders()
         counters.after()
         self.teardown()
         self.meta["interfaces"] = counters.deltas()
@@ -168,42 +183,71 @@ class _Run:
             self.wait(lambda: "ready" in read_text(self.path("rxcount.json")),
                       "the receive counter", self.rxcount)
 
-    def start_recorder(self, cpu):
+    def start_recorders(self, cpu):
+        """One recorder per router, each attached before the next starts and
+        all before the senders. One router: its inputs and output, as ever.
+        A chain's router: every interface both --in and --out, so the
+        packets on the links between routers are recorded both ways (the
+        path join's two-way bound on the clocks' offset)."""
         t = self.cond.tracer
-        argv = [HOPSCOPE, "record", "--netns", self.ns("router"),
-                "--in", ",".join(self.lay["router"]["in"]), "--out", self.lay["router"]["out"],
-                "-o", self.path("run.hsr"),
-                "--backend", t["backend"], "--xdp-mode", t["xdp_mode"],
-                "--ring", str(t["ring_mib"]), "--slots", str(t["slots"])]
-        argv += ["--stages", ",".join(t["stages"])] if t["stages"] else []
-        argv += [] if t["drops"] else ["--no-drops"]
-        self.meta["recorder"] = {"command": argv}
-        with open(self.path("recorder.stderr"), "wb") as err:
-            p, line = start_attached(["taskset", "-c", str(cpu), *argv], READY_S,
-                                     stdout=subprocess.DEVNULL, stderr=err,
+        options = ["--backend", t["backend"], "--xdp-mode", t["xdp_mode"],
+                   "--ring", str(t["ring_mib"]), "--slots", str(t["slots"])]
+        options += ["--stages", ",".join(t["stages"])] if t["stages"] else []
+        options += [] if t["drops"] else ["--no-drops"]
+        for (role, file), r in zip(self.record_files(), self.lay["routers"]):
+            if self.chain:
+                ifs = ",".join(i["name"] for i in self.lay["interfaces"][role])
+                where = ["--router-id", role, "--in", ifs, "--out", ifs]
+            else:
+                where = ["--in", ",".join(r["in"]), "--out", r["out"]]
+            argv = [HOPSCOPE, "record", "--netns", r["netns"], *where, "-o", file, *options]
+            self.start_recorder(role, argv, cpu)
+
+    def recorder_meta(self, role):
+        """metadata.json's entry of role's recorder: "recorder" on one
+        router, "recorders"[role] on a chain."""
+        return self.meta.setdefault("recorders", {}).setdefault(role, {}) if self.chain \
+            else self.meta.setdefault("recorder", {})
+
+    def recorder_stderr(self, role):
+        return self.path(f"{role}.recorder.stderr" if self.chain else "recorder.stderr")
+
+    def start_recorder(self, role, argv, cpu):
+        self.recorder_meta(role)["command"] = argv
+        name = f"{role} recorder" if self.chain else "recorder"
+        with open(self.recorder_stderr(role), "wb") as err:
+            p, line = start_attached(["taskset", "-c", str(cpu), *argv],
+                                     READY_S, stdout=subprocess.DEVNULL, stderr=err,
                                      stdin=subprocess.DEVNULL,
                                      preexec_fn=end_with_parent(os.getpid()))
-        self.procs.append(("recorder", p))
-        self.recorder = p
+        self.procs.append((name, p))
+        self.recorders.append((role, p))
         if line != b"ready\n":
             if line is None:
-                raise RunError(f"waited {READY_S} s for the recorder to attach")
+                raise RunError(f"waited {READY_S} s for the {name} to attach")
             p.poll()
-            raise RunError("the recorder did not attach"
+            raise RunError(f"the {name} did not attach"
                            + (f" (exit {p.returncode})" if p.returncode is not None else "")
-                           + f": {read_text(self.path('recorder.stderr'))[-500:]}")
+                           + f": {read_text(self.recorder_stderr(role))[-500:]}")
 
-    def stop_recorder(self):
-        p = self.recorder
-        p.send_signal(signal.SIGINT)
+    def stop_recorders(self):
+        """SIGINT to every recorder at once, then each must end well."""
+        for _, p in self.recorders:
+            p.send_signal(signal.SIGINT)
+        for role, p in self.recorders:
+            self.stop_recorder(role, p)
+
+    def stop_recorder(self, role, p):
+        """Wait for one recorder signalled to stop; RunError unless it ended well."""
+        name = f"the {role} recorder" if self.chain else "the recorder"
         try:
             p.wait(timeout=30)
         except subprocess.TimeoutExpired:
-            raise RunError("the recorder did not stop within 30 s of SIGINT")
-        self.meta["recorder"]["exit"] = p.returncode
+            raise RunError(f"{name} did not stop within 30 s of SIGINT")
+        self.recorder_meta(role)["exit"] = p.returncode
         if p.returncode != 0:
-            raise RunError(f"the recorder failed (exit {p.returncode}): "
-                           f"{read_text(self.path('recorder.stderr'))[-500:]}")
+            raise RunError(f"{name} failed (exit {p.returncode}): "
+                           f"{read_text(self.recorder_stderr(role))[-500:]}")
 
     def wait(self, ready, what, proc=None):
         end = time.monotonic() + READY_S
