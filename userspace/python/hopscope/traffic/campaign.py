@@ -3,9 +3,12 @@ repetitions, each run in its own folder, resumable; docs/campaigns.md.
 
     DIR/campaign.json                        what this folder holds (and that it is a campaign)
     DIR/scenario.toml                        the scenario as last read
-    DIR/runs/CONDITION/repN/                 run.hsr, generator logs, scenario.toml, metadata.json
-    DIR/packets/condition=C/repetition=N/    the runs' records as one Parquet dataset (dataset.py)
-    DIR/runs.*, DIR/summary.*                the statistics tables and PDF (summary.py)
+    DIR/runs/CONDITION/repN/                 run.hsr (a chain: rK.hsr, path/), generator logs,
+                                             scenario.toml, metadata.json
+    DIR/packets/condition=C/repetition=N/    the runs' records as one Parquet dataset (dataset.py),
+                                             every router's with its hop and router id
+    DIR/runs.*, DIR/summary.*, DIR/senders.* the statistics tables per run and router, the PDF
+    DIR/paths.*                              a chain run's path: delivered, dropped per hop, transit
 
 A run is finished when its metadata.json holds "campaign": {"finished": true}.
 That is written last, once the run's records are in the dataset and its
@@ -23,10 +26,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..analysis.runs import run_stats, sender_stats
-from ..files import write_json
+from ..analysis.runs import run_stats, runs_table, sender_stats, senders_table, summary_table
+from ..files import atomic, write_json
 from ..record import dataset
-from ..report.campaign import write as write_summary
+from ..record.load import router_id
+from ..report.campaign import draw
 from .progress import Progress
 from .result import RunError
 from .run import require_root, run_condition
@@ -80,6 +84,9 @@ def finished(run):
     if not meta or not isinstance(meta.get(KEY), dict) or meta[KEY].get("finished") is not True:
         return None
     was, now = meta[KEY].get("condition"), _jsonable(run.condition.to_dict())
+    if isinstance(was, dict) and isinstance(was.get("testbed"), dict):
+        # a run finished before chains had one router, unsaid
+        was = {**was, "testbed": {"routers": 1, **was["testbed"]}}
     if was != now:
         diff = sorted(k for k in set(was or {}) | set(now) if (was or {}).get(k) != now.get(k))
         raise CampaignError(
@@ -94,7 +101,7 @@ def _jsonable(d):
     return json.loads(json.dumps(d))
 
 
-def execute(run, outdir, prefix):
+def execute(run, outdir, prefix, path_pdf=True):
     """Do one run from scratch and mark it finished; returns its metadata."""
     shutil.rmtree(run.dir, ignore_errors=True)
     dataset.remove_run(outdir, run.condition.name, run.repetition)
@@ -103,8 +110,7 @@ def execute(run, outdir, prefix):
 
     def finish(result, meta):
         # the dataset part first: "finished" goes into metadata.json with it
-        df = result.records
-        part = dataset.write_run(df, outdir, run.condition.name, run.repetition)
+        part = dataset.write_run(records(result), outdir, run.condition.name, run.repetition)
         meta[KEY] = {
             "finished": True,
             "condition_name": run.condition.name,
@@ -112,24 +118,38 @@ def execute(run, outdir, prefix):
             "condition": _jsonable(run.condition.to_dict()),
             "started": started,
             "seconds": time.time() - started,
-            "counts": counts(result, df),
-            "problems": list(df.attrs.get("problems") or ()),
+            "counts": counts(result),
+            "problems": list(meta.get("record_problems") or ()),
             "dataset": os.path.relpath(part, outdir),
-            "stats": run_stats(df),
-            "senders": sender_stats(df),
+            "routers": [{"hop": k, "router": router_id(df.attrs["header"]), "role": role,
+                         "forwarded": meta["counts"]["routers"][role]["forwarded"],
+                         "complete": int((df["status"] == "complete").sum()),
+                         "records": len(df), "stats": run_stats(df),
+                         "senders": sender_stats(df)}
+                        for k, (role, df) in enumerate(result.hops, 1)],
         }
-    run_condition(run.condition, run.dir, prefix=prefix, record=True, finish=finish)
+    run_condition(run.condition, run.dir, prefix=prefix, record=True, finish=finish,
+                  path_pdf=path_pdf)
     return read_metadata(run.dir)
 
 
-def counts(result, df):
-    """What one run counted: generators, router, recorder."""
+def records(result):
+    """Every router's records of a run, in path order, each with its hop
+    (1..N) and router id: the run's part of the dataset."""
+    parts = [df.assign(hop=k, router=router_id(df.attrs["header"]))
+             for k, (_, df) in enumerate(result.hops, 1)]
+    return parts[0] if len(parts) == 1 else pd.concat(parts, ignore_index=True)
+
+
+def counts(result):
+    """What one run counted: generators, the last router, the recorders
+    (complete: the first router's; records: every router's)."""
     return {
         "sent": sum(result.sent.values()),
         "received": sum(result.received.values()),
         "forwarded": result.forwarded,
-        "complete": int((df["status"] == "complete").sum()),
-        "records": len(df),
+        "complete": result.complete,
+        "records": sum(len(df) for _, df in result.hops),
     }
 
 
@@ -175,7 +195,8 @@ def prepare(outdir, scenario_path):
                              "scenario": os.path.abspath(scenario_path)})
 
 
-def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False):
+def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False,
+                 path_pdf=True):
     """Every run not yet finished, then the summary. Returns the exit status:
     0 all finished, 1 some failed, 130 interrupted (rerun to resume)."""
     prepare(outdir, scenario_path)
@@ -199,7 +220,7 @@ def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False
                     run = runs[i]
                     progress.start(run.label)
                     try:
-                        meta = execute(run, outdir, prefix)
+                        meta = execute(run, outdir, prefix, path_pdf)
                     except KeyboardInterrupt:
                         raise
                     except Exception as e:  # the run's own failure: say which, go on or stop
@@ -222,7 +243,7 @@ def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False
         finished_runs = [m for m in done if m]
         out = sys.stderr
         if finished_runs:
-            paths = write_summary([_summary_entry(m, outdir) for m in finished_runs], outdir,
+            paths = write_summary(finished_runs, outdir,
                                   title=f"{os.path.basename(scenario_path)}: "
                                         f"{len(finished_runs)} of {len(runs)} runs")
             print(f"campaign: {len(finished_runs)} of {len(runs)} runs finished in {outdir}; "
@@ -237,12 +258,87 @@ def run_campaign(scenario, scenario_path, outdir, prefix="hs-", keep_going=False
 
 
 def _summary_entry(meta, outdir):
+    """A run finished before campaigns recorded chains: one router, its id not kept ("")."""
     c = meta[KEY]
     # a run finished before metadata had "senders": from its part of the dataset
     senders = c.get("senders") or sender_stats(pd.read_parquet(os.path.join(outdir,
                                                                             c["dataset"])))
-    return {"condition": c["condition_name"], "repetition": c["repetition"],
+    return {"condition": c["condition_name"], "repetition": c["repetition"], "router": "",
             "stats": c["stats"], "counts": c["counts"], "senders": senders}
+
+
+def _summary_entries(meta, outdir):
+    """One entry per router of a finished run, for the statistics tables."""
+    c = meta[KEY]
+    if "routers" not in c:
+        return [_summary_entry(meta, outdir)]
+    return [{"condition": c["condition_name"], "repetition": c["repetition"],
+             "router": r["router"], "stats": r["stats"], "senders": r["senders"],
+             "counts": {**c["counts"], "forwarded": r["forwarded"], "complete": r["complete"]}}
+            for r in c["routers"]]
+
+
+def _per_router(table_of, entries):
+    """table_of(entries) built per entry, with the entry's router as a column."""
+    parts = [table_of([e]).assign(router=e["router"]) for e in entries]
+    t = pd.concat(parts, ignore_index=True) if parts else table_of([]).assign(router=None)
+    return t[["condition", "repetition", "router"]
+             + [c for c in t.columns if c not in ("condition", "repetition", "router")]]
+
+
+def write_summary(finished_runs, outdir, title):
+    """runs, summary and senders (.csv, .parquet) per run and router,
+    summary.pdf, and paths (.csv, .parquet) when a run was a chain; returns
+    the paths written."""
+    entries = [e for m in finished_runs for e in _summary_entries(m, outdir)]
+    runs_df = _per_router(runs_table, entries)
+    summary = summary_table(runs_df, ("condition", "router", "stage"))
+    senders = summary_table(_per_router(senders_table, entries),
+                            ("condition", "router", "tos", "stage"))
+    tables = [("runs", runs_df), ("summary", summary), ("senders", senders)]
+    chains = paths_table(finished_runs)
+    tables += [("paths", chains)] if len(chains) else []
+    written = []
+    for name, table in tables:
+        for ext, write_one in (("csv", lambda t, p: t.to_csv(p, index=False)),
+                               ("parquet", lambda t, p: t.to_parquet(p, index=False))):
+            path = os.path.join(outdir, f"{name}.{ext}")
+            with atomic(path) as tmp:
+                write_one(table, tmp)
+            written.append(path)
+    pdf = os.path.join(outdir, "summary.pdf")
+    with atomic(pdf) as tmp:
+        # the PDF sets conditions side by side: a chain's routers are each a condition there
+        draw(_router_in_condition(summary), _router_in_condition(senders), runs_df, tmp, title)
+    return written + [pdf]
+
+
+def _router_in_condition(table):
+    """table with "CONDITION ROUTER" as the condition where a condition has
+    several routers, and no router column."""
+    several = table.groupby("condition")["router"].transform("nunique") > 1
+    label = table["condition"].where(~several,
+                                     table["condition"] + " " + table["router"].astype(str))
+    return table.assign(condition=label).drop(columns="router")
+
+
+def paths_table(finished_runs):
+    """One row per chain run: packets that entered the path, delivered, dropped
+    at each hop, lost otherwise, and the end-to-end transit's p50 and p99 (ns)."""
+    rows = []
+    for m in finished_runs:
+        p = m.get("path")
+        if not p:
+            continue
+        row = {"condition": m[KEY]["condition_name"], "repetition": m[KEY]["repetition"],
+               "routers": len(p["routers"]), "entered": p["entered"],
+               "delivered": p["fates"].get("delivered", 0)}
+        row.update({f"dropped_hop{k}": p["dropped_by_hop"].get(r, 0)
+                    for k, r in enumerate(p["routers"], 1)})
+        row["other"] = row["entered"] - row["delivered"] - sum(p["dropped_by_hop"].values())
+        row.update(transit_p50_ns=p["transit_p50_ns"], transit_p99_ns=p["transit_p99_ns"])
+        rows.append(row)
+    return pd.DataFrame(rows)
 
 
 class _sigterm_as_interrupt:
@@ -273,12 +369,17 @@ def add_arguments(p):
                    help="after a failed run, go on with the others (default: stop)")
     p.add_argument("--list", action="store_true",
                    help="list the runs and which are finished; run nothing")
+    p.add_argument("--no-path-pdf", action="store_true",
+                   help="a chain's runs: write no path/path.pdf (seconds per run; the "
+                        "tables are written all the same)")
     add_lossless_arguments(p)
-    p.epilog = ("Each run: testbed up, recorder and senders, testbed down; its folder gets\n"
-                "run.hsr, the generator logs, the scenario and metadata.json. Interrupted\n"
+    p.epilog = ("Each run: testbed up, recorders and senders, testbed down; its folder gets\n"
+                "run.hsr (a chain: rK.hsr and path/), the generator logs, the scenario and\n"
+                "metadata.json. Interrupted\n"
                 "(Ctrl-C, kill)? Run the same command again: finished runs are kept.\n"
-                "Results: DIR/summary.{csv,parquet,pdf}, DIR/runs.{csv,parquet} and the\n"
-                "Parquet dataset DIR/packets/ (docs/campaigns.md has DuckDB and Spark queries).\n\n"
+                "Results: DIR/summary.{csv,parquet,pdf}, DIR/runs.{csv,parquet}, a chain's\n"
+                "DIR/paths.{csv,parquet} and the Parquet dataset DIR/packets/\n"
+                "(docs/campaigns.md has DuckDB and Spark queries).\n\n"
                 "examples:\n"
                 "  hopscope campaign traffic/campaigns/ci.toml -o results/ci/\n"
                 "  hopscope campaign traffic/paper/table1.toml -o results/table1/ --list\n"
@@ -297,7 +398,7 @@ def run(args, parser):
             return _list(scenario, args.output)
         require_root()
         return run_campaign(scenario, args.scenario, args.output, prefix=args.prefix,
-                            keep_going=args.keep_going)
+                            keep_going=args.keep_going, path_pdf=not args.no_path_pdf)
     except (CampaignError, RunError) as e:
         print(f"hopscope campaign: {e}", file=sys.stderr)
         return 1
