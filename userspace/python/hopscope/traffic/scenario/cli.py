@@ -70,6 +70,7 @@ def run(args, parser):
         conds = [c for c in conds if c.name in args.condition]
     if args.duration:
         conds = [c.with_duration(args.duration) for c in conds]
+    from ...report.path import summary as path_summary
     from ..run import RunError, run_condition
     failed = 0
     for i, cond in enumerate(conds, 1):
@@ -81,13 +82,18 @@ def run(args, parser):
             print(f"  FAILED: {e}", file=sys.stderr)
             failed += 1
             continue
+        # the truth is the first router's: "router" alone, "r1" on a chain
+        first = "router" if r.path is None else r.path.hops[0].router
         for name in r.sent:
             line = f"  {name}: sent {r.sent[name]}, received {r.received[name]}"
             t = (r.truth or {}).get(name) or {}
             if "forwarded" in t:
-                line += (f"; router: forwarded {t['forwarded']}, dropped {t['dropped']}, "
+                line += (f"; {first}: forwarded {t['forwarded']}, dropped {t['dropped']}, "
                          f"untraced {t['untraced']}, never reached it {t['not_recorded']}")
             print(line, file=sys.stderr)
+        if r.path is not None:
+            for label, text in path_summary(r.path):
+                print(f"  {label:<11} {text}", file=sys.stderr)
         print(f"  {out}: {r.seconds:.1f} s", file=sys.stderr)
     return 1 if failed else 0
 
