@@ -4,7 +4,8 @@ real campaign of one 2-router condition (r2's output the bottleneck, two
 senders) and one single-router condition, checked against what the
 generators sent, the receiver's kernel counted and the routers' qdiscs
 dropped, packet by packet; its dataset's hop and router columns, its
-tables, and the documented DuckDB path query against load_path."""
+tables, and the documented DuckDB and Spark path queries against
+load_path."""
 import json
 import os
 import re
@@ -15,11 +16,13 @@ import pandas as pd
 import pytest
 
 import hopscope
+from hopscope.analysis import path_sql
 from hopscope.record.dataset import PART, partition
 from hopscope.traffic.scenario.load import ScenarioError, parse_scenario
 from hopscope.traffic.testbed import Testbed, up_options
 from campaignkit import ROOT, hopscope as cli
 from path_frames import same_table
+from spark import local_spark
 from testlib import namespaces
 
 PREFIX = "hst-ch-"
@@ -333,3 +336,18 @@ def test_documented_duckdb_path_query_gives_load_paths_table(campaign, chain):
     exec(code.replace("results/path/", f"{campaign}/"), scope)
     same_table(scope["p"], scope["packets"], 2)
     assert len(scope["packets"]) == len(chain[2].packets)
+
+
+# pyspark warns about pandas 3 as a session starts, and in toPandas
+@pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas:FutureWarning")
+@pytest.mark.filterwarnings("ignore:The copy keyword is deprecated")
+def test_documented_spark_path_query_gives_load_paths_table(campaign, chain):
+    """docs/campaigns.md's Spark sentence: the part filtered by hop as views."""
+    p = chain[2]
+    part = os.path.join(partition(str(campaign), "high", 1), PART)
+    with local_spark() as spark:
+        df = spark.read.parquet(part)
+        for k in range(1, len(p.hops) + 1):
+            df.where(df.hop == k).createOrReplaceTempView(f"hop{k}")
+        got = spark.sql(path_sql.query(p)).toPandas()
+    same_table(p, got, 2)
