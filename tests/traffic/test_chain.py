@@ -9,6 +9,7 @@ load_path."""
 import json
 import os
 import re
+import subprocess
 
 import duckdb
 import numpy as np
@@ -314,6 +315,10 @@ def test_tables_per_router_and_the_paths_table(campaign, chain):
         assert row["forwarded"] == meta["counts"]["routers"][h.router]["forwarded"]
     summary = pd.read_csv(campaign / "summary.csv")
     assert set(summary.loc[summary["condition"] == "high", "router"]) == {"r1", "r2"}
+    # the PDF draws a chain's routers as conditions of their own
+    text = subprocess.run(["pdftotext", "-layout", str(campaign / "summary.pdf"), "-"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "high r1" in text and "high r2" in text
     paths = pd.read_csv(campaign / "paths.csv")
     assert len(paths) == 1  # the chain run only
     row = paths.iloc[0]

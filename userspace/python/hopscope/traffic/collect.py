@@ -6,7 +6,7 @@ import os
 import pandas as pd
 
 from .generators import REACHED, ditg, iperf, kernel_counted
-from ..analysis.path import load_path
+from ..analysis.path import PathError, load_path
 from ..record.load import load
 from ..report.path import stage_table, write as write_path
 from ..files import read_text, write_json
@@ -79,9 +79,12 @@ def collect(run, counters, finish=None):
         meta["record_problems"] = list(df.attrs.get("problems") or ()) if not run.chain else \
             [f"{role}: {p}" for role, d in result.hops for p in d.attrs.get("problems") or ()]
         if run.chain:
-            result.path = load_path([d for _, d in result.hops])
-            paths["path"] = run.path("path")
-            write_path(result.path, paths["path"], pdf=run.path_pdf)
+            try:
+                result.path = load_path([d for _, d in result.hops])
+                paths["path"] = run.path("path")
+                write_path(result.path, paths["path"], pdf=run.path_pdf)
+            except (PathError, OSError) as e:
+                raise RunError(f"joining the routers' files into path/: {e}")
             meta["path"] = path_summary(result.path)
         truth = join_truth(df, run.out, meta)
         if len(truth):
