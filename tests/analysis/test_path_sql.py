@@ -1,12 +1,14 @@
 """The path join in SQL (analysis/path_sql.py) on DuckDB gives load_path's
 packets table, case by case."""
+import json
+
 import numpy as np
 import pandas as pd
 import pytest
 
 from hopscope.analysis import path_sql
 from hopscope.analysis.path import load_path
-from path_frames import chain, to_parquet
+from path_frames import chain, same_table, to_parquet
 from spark import local_spark
 
 duckdb = pytest.importorskip("duckdb")
@@ -19,31 +21,12 @@ def sql_packets(frames, p, folder):
     return con.execute(path_sql.query(p)).df()
 
 
-def same_table(p, got, nhops):
-    """load_path's packets and the query's, row for row, column for column."""
-    seqs = [f"h{k}_seq" for k in range(1, nhops + 1)]
-    want = p.packets.copy()
-    got = got.copy()
-    for c in seqs:
-        got[c] = got[c].fillna(0).astype(np.uint64)
-    want = want.sort_values(seqs, ignore_index=True)
-    got = got.sort_values(seqs, ignore_index=True)
-    assert len(got) == len(want)
-    for c in got.columns:
-        a, b = want[c], got[c]
-        if c == "fate":
-            assert (a.astype(str) == b.astype(str)).all(), c
-        else:
-            a = pd.to_numeric(a).astype("float64").to_numpy()
-            b = pd.to_numeric(b).astype("float64").to_numpy()
-            assert np.array_equal(a, b, equal_nan=True), c
-
-
 @pytest.mark.parametrize("case", [
     dict(hops=2),
     dict(hops=3, queue_hop=2, theta=[0, 3_000_000, -9_000_000], drift_ppm=10,
          boots=["a", "b", "c"]),
     dict(hops=1, n_rev=0),
+    dict(hops=3, unseen_every=100),
 ])
 def test_query_gives_load_paths_table(case, tmp_path):
     frames, _ = chain(**case)
@@ -66,6 +49,8 @@ def test_collisions_nat_and_mid_path(tmp_path):
     extra["key"] = np.arange(1, 6, dtype=np.uint32)
     extra["in_if"] = pd.Categorical(["side"] * 5)
     extra["seq"] = np.arange(1, 6, dtype=np.uint64)
+    # a drop recorded at hop 2 whose packet hop 3 saw
+    mid.loc[300, ["t4", "status", "drop_stage", "out_if"]] = [0, "dropped", "t3", None]
     frames[1] = pd.concat([mid.iloc[50:], extra], ignore_index=True)
     frames[1].attrs = mid.attrs
     p = load_path(frames)
@@ -87,3 +72,24 @@ def test_query_on_spark(tmp_path):
             spark.read.parquet(f).createOrReplaceTempView(f"hop{k}")
         got = spark.sql(path_sql.query(p)).toPandas()
     same_table(p, got, 3)
+
+
+def test_from_path_json_with_recordings_edges(tmp_path):
+    """The query made from path.json alone (hopscope path's), on recordings
+    that start and stop at different times."""
+    from hopscope.report.path import as_json
+    frames, _ = chain(theta=[0, 2_000_000], drift_ppm=-30, boots=["a", "b"])
+    up, down = frames
+    start, stop = int(down["t1"].quantile(0.1)), int(up["t1"].quantile(0.9))
+    frames[1] = down[down["t1"] >= start].reset_index(drop=True)
+    frames[1].attrs = dict(down.attrs, header=dict(down.attrs["header"],
+                                                   start_monotonic_ns=start))
+    frames[0] = up[up["t1"] <= stop].reset_index(drop=True)
+    frames[0].attrs = dict(up.attrs, trailer={"monotonic_ns": stop})
+    p = load_path(frames)
+    assert (p.packets["fate"] == "next hop not recording").sum() > 0
+    con = duckdb.connect()
+    for k, f in enumerate(to_parquet(frames, tmp_path), 1):
+        con.execute(f"CREATE VIEW hop{k} AS SELECT * FROM read_parquet('{f}')")
+    j = json.loads(json.dumps(as_json(p)))
+    same_table(p, con.execute(path_sql.from_json(j)).df(), 2)

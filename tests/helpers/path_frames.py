@@ -25,7 +25,7 @@ def _frame(rows, router, boot, mono_to_real=0, sync=None):
         df[c] = df[c].astype("category")
     for c, t in (("key", np.uint32), ("ip_len", np.uint16), ("proto", np.uint8),
                  ("tos", np.uint8), ("sport", np.uint16), ("dport", np.uint16),
-                 ("drop_reason", np.uint32), ("seq", np.uint64)):
+                 ("drop_reason", np.uint32), ("seq", np.uint64), ("flags", np.uint8)):
         df[c] = df[c].astype(t)
     clock = {"boot_id": boot, "realtime_sync": sync, "mono_to_realtime_err_ns": 50}
     df.attrs.update(header={"router_id": router, "mono_to_realtime_ns": mono_to_real,
@@ -35,13 +35,15 @@ def _frame(rows, router, boot, mono_to_real=0, sync=None):
 
 
 def chain(n_fwd=4000, n_rev=1500, hops=2, seed=3, drop_every=50, theta=None, drift_ppm=0.0,
-          boots=None, link_ns=(3000, 900), queue_hop=None):
+          boots=None, link_ns=(3000, 900), queue_hop=None, unseen_every=None):
     """Frames per hop and the truth. Forward packets enter at hop 1 (in_if
     "in") and leave the last hop by "out"; reverse ones go back. Hop k joins
     hop k+1 by "up" (hop k+1's side) and "down" (hop k's side). theta: per
     hop, its clock's offset from hop 1's at t=0 (ns); drift_ppm the same
     rate for each hop after the first. Every drop_every-th forward packet is
-    dropped at the last hop's output (QDISC_DROP, reason 7)."""
+    dropped at the last hop's output (QDISC_DROP, reason 7). Every
+    unseen_every-th forward packet's t4 is missed by the tracer at each hop
+    (t4_unseen: inflight, no out_if)."""
     rng = np.random.default_rng(seed)
     theta = theta or [0] * hops
     boots = boots or ["boot-a"] * hops
@@ -83,6 +85,9 @@ def chain(n_fwd=4000, n_rev=1500, hops=2, seed=3, drop_every=50, theta=None, dri
                        src="198.18.1.2" if way == "f" else "198.18.3.2",
                        dst="198.18.3.2" if way == "f" else "198.18.1.2")
             row["seq"] = (k + 1) << 48 | (len(rows[k]) + 1)
+            row["flags"] = 0
+            if unseen_every and way == "f" and not drop and i % unseen_every == 1:
+                row.update(t4=0, status="inflight", out_if=None, flags=fmt.FLAGS["t4_unseen"])
             rows[k].append(row)
             if drop:
                 fate = "dropped"
@@ -105,3 +110,23 @@ def to_parquet(frames, folder):
         pq.write_table(portable(pa.Table.from_pandas(df, preserve_index=False)), path)
         out.append(path)
     return out
+
+
+def same_table(p, got, nhops):
+    """load_path's packets and the query's, row for row, column for column."""
+    seqs = [f"h{k}_seq" for k in range(1, nhops + 1)]
+    want = p.packets.copy()
+    got = got.copy()
+    for c in seqs:
+        got[c] = got[c].fillna(0).astype(np.uint64)
+    want = want.sort_values(seqs, ignore_index=True)
+    got = got.sort_values(seqs, ignore_index=True)
+    assert len(got) == len(want)
+    for c in got.columns:
+        a, b = want[c], got[c]
+        if c == "fate":
+            assert (a.astype(str) == b.astype(str)).all(), c
+        else:
+            a = pd.to_numeric(a).astype("float64").to_numpy()
+            b = pd.to_numeric(b).astype("float64").to_numpy()
+            assert np.array_equal(a, b, equal_nan=True), c

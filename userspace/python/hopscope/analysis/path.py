@@ -8,6 +8,7 @@
     p.collisions    per link, records with two candidates (never merged)
     p.links         per link, the interfaces that join the two routers
     p.problems      what makes the result doubtful
+    p.notes         what a reader should know (the recordings' edges)
 
 Every instant of hop k is read on hop 1's clock: hop k's offset, taken at the
 packet's t1 there, is subtracted from all its instants at hop k, so a hop's
@@ -20,17 +21,19 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from ..record.load import load, router_id
+from ..record import format as fmt
+from ..record.load import UNKNOWN, load, router_id
 from . import path_clock
 from .path_join import match_group, pair
 
-WINDOW_NS = 1_000_000_000      # a packet's longest link time, t4 at hop k to t1 at k+1
+WINDOW_NS = 10_000_000         # a packet's longest link time, t4 at hop k to t1 at k+1
 SEARCH_NS = 10_000_000_000     # first search around the headers' offset, unknown clocks
 STAGES = ("t0", "t1", "t2", "t3", "t4")
+T4_UNSEEN = fmt.FLAGS["t4_unseen"]
 HOP_DELAYS = ("d_iq", "d_p", "d_oq", "transit")
 # what a packet's record at its last hop says became of it
 FATES = ("delivered", "dropped", "left the path", "not seen at the next hop",
-         "collision at the next hop", "in flight at the stop", "not followed by the tracer",
+         "next hop not recording", "collision at the next hop", "in flight at the stop", "not followed by the tracer",
          "NAT changed its key")
 PACKET_COLS = ("src", "dst", "sport", "dport", "proto", "tos", "ip_len", "key")
 
@@ -47,6 +50,7 @@ class Hop:
     file: str
     boot_id: object
     lead: set = field(default_factory=set)   # out interfaces toward the next hop
+    window: tuple = (0, 0)   # its recording's start and stop, on hop 1's clock
 
 
 @dataclass
@@ -60,6 +64,7 @@ class Path:
     links: pd.DataFrame
     reverse: dict
     problems: list
+    notes: list
 
     def tail(self, q=0.99):
         """Where the end-to-end tail comes from: over the delivered packets
@@ -88,7 +93,7 @@ def load_path(files, window_ns=WINDOW_NS, offsets=None, min_link_ns=0, search_ns
         clock = df.attrs.get("clock") or {}
         boot = clock.get("boot_id")
         hops.append(Hop(n, df, router_id(header), str(df.attrs.get("path", f"hop {n}")),
-                        boot if isinstance(boot, str) else None))
+                        boot if isinstance(boot, str) and boot != UNKNOWN else None))
     problems = []
     seen = {}
     for h in hops:
@@ -101,6 +106,8 @@ def load_path(files, window_ns=WINDOW_NS, offsets=None, min_link_ns=0, search_ns
                      min_link_ns, search_ns, window_ns) for k in range(len(hops) - 1)]
     links = [off for off, _, _ in found]
     shifts = _shifts(hops, links)
+    for k, h in enumerate(hops):
+        h.window = _window(h.df, links[:k])
     nxt, amb = [], []
     for k, (off, face_up, face_down) in enumerate(found):
         if face_up is None:
@@ -109,10 +116,15 @@ def load_path(files, window_ns=WINDOW_NS, offsets=None, min_link_ns=0, search_ns
         up_if, down_if = _ifs(hops[k].df), _ifs(hops[k + 1].df)
         # as far back as forward: a link that comes out negative beyond the
         # offset's uncertainty is paired and reported, not left unpaired
-        p = pair(groups[k], _only(shifts[k]["t4"], up_if[1] == face_up), groups[k + 1],
+        p = pair(groups[k], handover(hops[k].df, shifts[k], face_up), groups[k + 1],
                  _only(shifts[k + 1]["t1"], down_if[0] == face_down), window_ns, window_ns)
         to = np.full(len(hops[k].df), -1, np.int64)
         to[p.a] = p.b
+        went_on = int(np.count_nonzero((hops[k].df["status"] == "dropped").to_numpy()[p.a]))
+        if went_on:
+            problems.append(f"hop {k + 1} ({hops[k].router}): {went_on} packets recorded as "
+                            f"dropped were found at hop {k + 2}: the drop recorded was not "
+                            "the packet's (a copy's, or wrong); followed on")
         nxt.append(to)
         a_amb = np.zeros(len(hops[k].df), bool)
         a_amb[p.ambiguous_a] = True
@@ -121,12 +133,13 @@ def load_path(files, window_ns=WINDOW_NS, offsets=None, min_link_ns=0, search_ns
     if len(hops) > 1:
         hops[-1].lead = _exit(hops[-1].df, nxt[-1])
     else:
-        hops[0].lead = set(hops[0].df["out_if"].dropna().astype(str))
+        hops[0].lead = set(_text(hops[0].df["out_if"])) - {""}
     rows, reverse = _chains(hops, nxt)
     packets, hop_rows = _tables(hops, rows, shifts, nxt, amb)
     off_table = _offset_table(hops, links)
     problems += _link_problems(packets, off_table, len(hops))
     problems += _nat_problems(hops)
+    notes = _edges(hops, packets)
     for h in hops:
         problems += [f"hop {h.n} ({h.router}): {p}" for p in h.df.attrs.get("problems") or ()]
     names = [f"{k + 1}->{k + 2}" for k in range(len(links))]
@@ -135,7 +148,7 @@ def load_path(files, window_ns=WINDOW_NS, offsets=None, min_link_ns=0, search_ns
     joins = pd.DataFrame({"link": names, "up_if": [f[1] for f in found],
                           "down_if": [f[2] for f in found]})
     return Path(hops, off_table, packets, hop_rows, loss_table(packets, len(hops)), coll,
-                joins, reverse, problems)
+                joins, reverse, problems, notes)
 
 
 def _load(f):
@@ -173,17 +186,20 @@ def _offset(up, down, g_up, g_down, given, min_link_ns, search_ns, window_ns):
         return fixed, face_up, face_down
     rt = path_clock.realtime(a.attrs.get("clock") or {}, b.attrs.get("clock") or {}, ha, hb)
     est = None
-    centre, before, after = rough, wide, wide
+    theta = np.full(len(b), float(rough))  # per record of down, its clock's offset
+    first_b = np.where(t1b > 0, t1b, t4b).astype(np.float64)
+    before = after = wide
     for _ in range(2):  # the wide search, then a normal window around its estimate
+        sb = np.floor(theta + 0.5).astype(np.int64)
         f = pair(g_up, _only(t4a, ifa[1] == face_up), g_down,
-                 _minus(_only(t1b, ifb[0] == face_down), centre), before, after)
-        r = pair(g_down, _minus(_only(t4b, ifb[1] == face_down), centre), g_up,
+                 _minus(_only(t1b, ifb[0] == face_down), sb), before, after)
+        r = pair(g_down, _minus(_only(t4b, ifb[1] == face_down), sb), g_up,
                  _only(t1a, ifa[0] == face_up), before, after)
         est = path_clock.from_links(t4a[f.a], t1b[f.b] - t4a[f.a],
                                     t1a[r.b], t1a[r.b] - t4b[r.a], min_link_ns) or est
         if est is None:
             break
-        centre = int(round(est.offset_ns))
+        theta = shift_ns([est], first_b)
         after = int(est.uncertainty_ns or 0) + 1
         before = window_ns + after
     if rt is not None:
@@ -198,7 +214,41 @@ def _offset(up, down, g_up, g_down, given, min_link_ns, search_ns, window_ns):
 
 def _ifs(df):
     """(in_if, out_if) as string arrays."""
-    return df["in_if"].astype(str).to_numpy(), df["out_if"].astype(str).to_numpy()
+    return _text(df["in_if"]), _text(df["out_if"])
+
+
+def _text(col):
+    """A column of names as a str array, "" where there is none."""
+    return np.asarray(col.astype(object).where(col.notna(), ""), dtype=str)
+
+
+def _unseen(df):
+    """Records of packets that left though the tracer missed their t4 (the
+    recorder saw a later packet of their flow leave: docs/record-format.md)."""
+    return ((df["flags"].to_numpy() & T4_UNSEEN) != 0) & (df["t4"].to_numpy() == 0)
+
+
+def handover(df, t, face):
+    """A hop's instants (t, shifted) at which packets left toward the next
+    hop by its interface face: t4. Where the tracer missed t4 but the packet
+    left, or recorded a drop after routing, t3, its last instant: its out_if
+    is then unknown (any packet but those that came from the next hop), and
+    a "dropped" packet found at the next hop went on (the drop recorded was
+    a copy's, or wrong)."""
+    ins, outs = _ifs(df)
+    late = _unseen(df) | (df["status"] == "dropped").to_numpy()
+    return np.where((outs == face) & (t["t4"] > 0), t["t4"],
+                    np.where(late & (ins != face), t["t3"], 0))
+
+
+def _nearest(t, at):
+    """For each instant in at, the index of the nearest instant in t."""
+    order = np.argsort(t, kind="stable")
+    ts = t[order]
+    i = np.clip(np.searchsorted(ts, at), 1, len(ts) - 1) if len(ts) > 1 else np.zeros(len(at), int)
+    if len(ts) > 1:
+        i = np.where(np.abs(ts[i - 1] - at) <= np.abs(ts[i] - at), i - 1, i)
+    return order[i]
 
 
 def _only(t, keep):
@@ -216,11 +266,14 @@ def _faces(ifa, ifb, t4a, t1a, t4b, t1b, f, r):
     packets."""
     x = t1b[f.b] - t4a[f.a]            # theta <= x for a forward packet
     z = t4b[r.a] - t1a[r.b]            # theta >= z for a reverse packet
+    tx, tz = t4a[f.a], t1a[r.b]
     best, score = None, 0
     for name in np.unique(ifa[1][f.a]):
         fw = ifa[1][f.a] == name
         rv = ifa[0][r.b] == name
-        if rv.any() and np.median(x[fw]) < np.median(z[rv]):
+        # each reverse bound against the forward one nearest in time, so
+        # that a drift over the run does not blur the comparison
+        if rv.any() and np.median(x[fw][_nearest(tx[fw], tz[rv])] - z[rv]) < 0:
             continue
         if fw.sum() > score:
             best, score = name, int(fw.sum())
@@ -266,13 +319,39 @@ def shift_ns(links, t):
     return theta
 
 
+def _window(df, links):
+    """A file's recording, start to stop (its END's instant; for a file cut
+    short, its last instant), on hop 1's clock."""
+    start = int((df.attrs.get("header") or {}).get("start_monotonic_ns") or 0)
+    stop = (df.attrs.get("trailer") or {}).get("monotonic_ns")
+    if not isinstance(stop, int):
+        stop = int(max((df[s].max() for s in STAGES if s in df.columns), default=0))
+    ends = np.array([start, stop], np.float64)
+    return tuple(int(v) for v in np.floor(ends - shift_ns(links, ends) + 0.5))
+
+
+def _edges(hops, packets):
+    """Notes on packets that entered the path at hop s > 1 while hop s-1 was
+    not recording: the recordings' edges, not packets that skipped a hop."""
+    out = []
+    for s in range(2, len(hops) + 1):
+        t = packets.loc[packets["first_hop"] == s, f"h{s}_t1"].to_numpy()
+        start, stop = hops[s - 2].window
+        n = int(np.count_nonzero((t > 0) & ((t < start) | (t > stop))))
+        if n:
+            out.append(f"{n} packets entered at hop {s} ({hops[s - 1].router}) while hop "
+                       f"{s - 1} ({hops[s - 2].router}) was not recording: the edges of the "
+                       "recordings")
+    return out
+
+
 def _exit(df, came):
     """The last hop's out interfaces that most packets from the hop before left by."""
     rows = came[came >= 0]
     if not len(rows):
-        return set(df["out_if"].dropna().astype(str))
-    names, counts = np.unique(df["out_if"].astype(str).to_numpy()[rows], return_counts=True)
-    return {str(n) for n, c in zip(names, counts) if c * 2 > len(rows)} or set(names.astype(str))
+        return set(_text(df["out_if"])) - {""}
+    names, counts = np.unique(_text(df["out_if"])[rows], return_counts=True)
+    return {str(n) for n, c in zip(names, counts) if c * 2 > len(rows)} or set(names.tolist())
 
 
 def _chains(hops, nxt):
@@ -285,7 +364,7 @@ def _chains(hops, nxt):
     back = [np.zeros(len(h.df), bool) for h in hops]
     for k, h in enumerate(hops):
         # a packet that came in on the interface toward the next hop goes back
-        back[k] = h.df["in_if"].astype(str).isin(h.lead).to_numpy() & ~came[k]
+        back[k] = np.isin(_text(h.df["in_if"]), list(h.lead)) & ~came[k]
     blocks = []
     for s in range(K):
         start = np.flatnonzero(~came[s] & ~back[s])
@@ -343,7 +422,7 @@ def _tables(hops, rows, shifts, nxt, amb):
     every = np.arange(n)
     t_in = np.column_stack([cols[f"h{k + 1}_t1"] for k in range(K)])[every, first]
     t_out = np.column_stack([cols[f"h{k + 1}_t4"] for k in range(K)])[every, last]
-    fate, fate_hop = _fates(hops, rows, first, last, nxt, amb)
+    fate, fate_hop = _fates(hops, rows, first, last, nxt, amb, [t["t4"] for t in shifts])
     cols["fate"], cols["fate_hop"] = fate, fate_hop
     whole = (fate == "delivered") & (t_in > 0) & (t_out > 0)
     cols["transit"] = np.where(whole, t_out - t_in, np.nan)
@@ -370,20 +449,23 @@ def _reasons(df):
     return out
 
 
-def _fates(hops, rows, first, last, nxt, amb):
+def _fates(hops, rows, first, last, nxt, amb, t4s):
+    """What became of each packet, judged at the last hop it was seen at;
+    t4s: each hop's t4 on hop 1's clock."""
     K = len(hops)
     n = len(rows)
     fate = np.full(n, "", object)
     for k, h in enumerate(hops):
         sel = last == k
         r = rows[sel, k]
-        status = h.df["status"].astype(str).to_numpy()[r]
-        out_if = h.df["out_if"].astype(str).to_numpy()[r]
+        status = _text(h.df["status"])[r]
+        out_if = _text(h.df["out_if"])[r]
         left = h.df["t4"].to_numpy()[r] > 0
         f = np.full(len(r), "not followed by the tracer", object)
         f[status == "dropped"] = "dropped"
         f[status == "inflight"] = "in flight at the stop"
         f[status == "other_out"] = "left the path"
+        f[_unseen(h.df)[r]] = "not followed by the tracer"
         on = left & np.isin(out_if, list(h.lead))
         f[left & ~on] = "left the path"
         if k == K - 1:
@@ -394,6 +476,10 @@ def _fates(hops, rows, first, last, nxt, amb):
             if _nat_rows(h.df) is not None:
                 f[on & _nat_rows(h.df)[r] & (f == "not seen at the next hop")] = \
                     "NAT changed its key"
+            start, stop = hops[k + 1].window
+            out = t4s[k][r]
+            f[(f == "not seen at the next hop") & ((out > stop) | (out < start))] = \
+                "next hop not recording"
         fate[sel] = f
     return fate, last + 1
 

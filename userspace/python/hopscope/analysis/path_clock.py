@@ -9,11 +9,11 @@ k's clock. It comes, best first, from:
   theta = 0 exactly.
 - "given": the user's offset and its uncertainty (PTP, chrony, ...).
 - "two-way": packets both ways between the two routers. Causality bounds it:
-  a link time is never negative, so per time bin, with m_f the least
-  forward link (hop k's t4 to hop k+1's t1, raw) and m_r the least reverse
-  one, -m_r <= theta <= m_f. The estimate is a line through the bins'
-  midpoints; its uncertainty the largest half-width (m_f + m_r) / 2 plus
-  the line's largest miss of a midpoint.
+  a link time is never negative, so every forward pair (hop k's t4 to hop
+  k+1's t1, raw: l_f) and every reverse one (l_r) give -l_r <= theta <=
+  l_f at its instant. Every line (offset and drift) between those bounds is
+  possible: the estimate is the middle one, its uncertainty how far any
+  possible line gets from it over the run.
 - "realtime": both hosts' CLOCK_REALTIME synced (adjtimex, in the header):
   theta = mono_to_realtime(k) - mono_to_realtime(k+1), within the sum of
   both maxerrors and pairing errors; the least forward link, when there is
@@ -28,8 +28,7 @@ from dataclasses import dataclass, asdict
 
 import numpy as np
 
-BINS = 16             # time bins for the least link times
-MIN_PER_BIN = 20      # pairs a bin needs to count
+MAX_DRIFT = 1e-3      # the fastest two clocks drift apart: 1000 ppm
 
 
 @dataclass
@@ -77,62 +76,81 @@ def realtime(up_clock, down_clock, up_header, down_header):
                   note="CLOCK_REALTIME synced on both hosts (adjtimex)")
 
 
-def _bins(t, link, edges):
-    """Least link time per bin (NaN where a bin has too few pairs)."""
-    idx = np.clip(np.searchsorted(edges, t, side="right") - 1, 0, len(edges) - 2)
-    out = np.full(len(edges) - 1, np.nan)
-    counts = np.bincount(idx, minlength=len(out))
-    least = np.full(len(out), np.inf)
-    np.minimum.at(least, idx, link)
-    ok = counts >= MIN_PER_BIN
-    out[ok] = least[ok]
-    return out
+def _argmax(f, lo=-MAX_DRIFT, hi=MAX_DRIFT, steps=200):
+    """Where the concave function f is highest in [lo, hi] (ternary search)."""
+    for _ in range(steps):
+        a, b = lo + (hi - lo) / 3, hi - (hi - lo) / 3
+        if f(a) < f(b):
+            lo = a
+        else:
+            hi = b
+    return (lo + hi) / 2
 
 
-def _line(x, y):
-    """Least-squares line through (x, y); a constant for fewer than 3 points."""
-    if len(x) >= 3 and np.ptp(x) > 0:
-        slope, icpt = np.polyfit(x, y, 1)
-        return float(slope), float(icpt)
-    return 0.0, float(np.mean(y))
+def _edge(g, inside, outside, steps=200):
+    """Where g (>= 0 at inside, < 0 at outside) crosses 0 (bisection)."""
+    for _ in range(steps):
+        m = (inside + outside) / 2
+        if g(m) >= 0:
+            inside = m
+        else:
+            outside = m
+    return inside
 
 
 def from_links(fwd_t, fwd_link, rev_t, rev_link, min_link_ns=0):
     """Offset from raw link times: forward (hop k's t4 -> hop k+1's t1) at hop
     k's instants fwd_t, reverse (hop k+1's t4 -> hop k's t1, raw) at hop k's
-    instants rev_t. None when no forward pair exists."""
+    instants rev_t. None when no forward pair exists.
+
+    theta(t) = c + rho (t - t_ref) is a line under every forward link and
+    over every reverse one negated (causality). Two-way: every line between
+    the two is possible; the estimate is the middle one, the uncertainty
+    the farthest any possible line gets from it over the run. One-way: the
+    line under the forward links highest at their mean time (the least
+    link times' lower envelope, as Moon, Skelly and Towsley fit skew)."""
     fwd_t, fwd_link = np.asarray(fwd_t, np.float64), np.asarray(fwd_link, np.float64)
     rev_t, rev_link = np.asarray(rev_t, np.float64), np.asarray(rev_link, np.float64)
     if not len(fwd_t):
         return None
     every = np.concatenate([fwd_t, rev_t])
     lo, hi = float(every.min()), float(every.max())
-    edges = np.linspace(lo, hi + 1, BINS + 1)
-    mid = (edges[:-1] + edges[1:]) / 2
     t_ref = int(round((lo + hi) / 2))
-    m_f = _bins(fwd_t, fwd_link, edges)
-    if not np.isfinite(m_f).any():  # too few pairs for bins: one bin of all
-        edges, mid = np.array([lo, hi + 1]), np.array([(lo + hi) / 2])
-        m_f = np.array([fwd_link.min()])
-    m_r = _bins(rev_t, rev_link, edges) if len(rev_t) else np.full(len(mid), np.nan)
-    both = np.isfinite(m_f) & np.isfinite(m_r)
-    if both.any():
-        centre = (m_f[both] - m_r[both]) / 2
-        half = (m_f[both] + m_r[both]) / 2
-        slope, icpt = _line(mid[both] - t_ref, centre)
-        miss = np.abs(icpt + slope * (mid[both] - t_ref) - centre)
-        # within a bin theta moves by the drift over half the bin
-        inside = abs(slope) * (edges[1] - edges[0]) / 2
-        return Offset("two-way", icpt, slope * 1e6, t_ref,
-                      float(np.max(half + miss) + inside),
-                      len(fwd_t), len(rev_t),
-                      f"{int(both.sum())} time bins with packets both ways")
-    ok = np.isfinite(m_f)
-    slope, icpt = _line(mid[ok] - t_ref, m_f[ok])
-    # the line under every bin's least link: theta can be no higher
-    icpt -= max(0.0, float(np.max(icpt + slope * (mid[ok] - t_ref) - m_f[ok])))
-    return Offset("one-way", icpt - min_link_ns, slope * 1e6, t_ref, None, len(fwd_t), 0,
-                  f"assumes the least link time is {min_link_ns} ns: an upper bound")
+    df, dr = fwd_t - t_ref, rev_t - t_ref
+
+    def upper(rho, at=0.0):  # the highest theta(t_ref + at) a line of slope rho may have
+        return float(np.min(fwd_link - rho * (df - at)))
+
+    if not len(rev_t):
+        mean = float(df.mean())
+        rho = _argmax(lambda r: upper(r, mean))
+        return Offset("one-way", upper(rho) - min_link_ns, rho * 1e6, t_ref, None, len(fwd_t), 0,
+                      f"assumes the least link time is {min_link_ns} ns: an upper bound")
+
+    def lower(rho, at=0.0):
+        return float(np.max(-rev_link - rho * (dr - at)))
+
+    def gap(rho):
+        return upper(rho) - lower(rho)
+
+    best = _argmax(gap)
+    note = f"{len(fwd_t)} pairs forward, {len(rev_t)} back"
+    if gap(best) < 0:
+        c = (upper(best) + lower(best)) / 2
+        return Offset("two-way", c, best * 1e6, t_ref, -gap(best) / 2, len(fwd_t), len(rev_t),
+                      note + f"; no line fits between the bounds (they cross by "
+                             f"{-gap(best):.0f} ns): the clocks do not drift at a steady rate")
+    ra, rb = _edge(gap, best, -MAX_DRIFT), _edge(gap, best, MAX_DRIFT)
+    rho = (ra + rb) / 2
+    c = (upper(rho) + lower(rho)) / 2
+    err = 0.0
+    for at in np.linspace(lo - t_ref, hi - t_ref, 9):
+        est = c + rho * at
+        top = upper(_argmax(lambda r: upper(r, at), ra, rb), at)
+        bottom = lower(_argmax(lambda r: -lower(r, at), ra, rb), at)
+        err = max(err, top - est, est - bottom)
+    return Offset("two-way", c, rho * 1e6, t_ref, err, len(fwd_t), len(rev_t),
+                  note + f"; drift within {ra * 1e6:+.3f} .. {rb * 1e6:+.3f} ppm")
 
 
 def cap(offset, fwd):

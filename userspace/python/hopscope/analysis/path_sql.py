@@ -2,7 +2,7 @@
 process's memory: DuckDB on one machine, Spark SQL on many.
 
     sql = path_sql.query(p)            # from a Path (its clocks and interfaces)
-    sql = path_sql.query_for(...)      # or from path.json's facts
+    sql = path_sql.from_json(j)        # or from path.json's (hopscope path)
 
 The query reads relations hop1 .. hopN, one per router in path order, with
 the columns of `hopscope export` (or of a campaign's packets dataset), and
@@ -13,7 +13,7 @@ each the other's only candidate) with the clock offsets and joining
 interfaces given; finding those is load_path's work (on a slice of the
 files, or on all of them where they fit).
 """
-from .path import WINDOW_NS
+from .path import T4_UNSEEN, WINDOW_NS
 
 _DELAYS = ("d_iq", "d_p", "d_oq", "transit")
 
@@ -23,7 +23,16 @@ def query(p, window_ns=WINDOW_NS):
     offsets = [dict(o) for _, o in p.offsets.iloc[1:].iterrows()]
     stages = [[s for s in ("t0", "t1", "t2", "t3", "t4") if s in h.df.columns] for h in p.hops]
     return query_for(len(p.hops), [(r.up_if, r.down_if) for r in p.links.itertuples()],
-                     sorted(p.hops[-1].lead), offsets, stages, window_ns)
+                     sorted(p.hops[-1].lead), offsets, stages, [h.window for h in p.hops],
+                     window_ns)
+
+
+def from_json(j, window_ns=WINDOW_NS):
+    """The query from a path.json (`hopscope path`): for files too large to
+    join in memory, load_path's facts found on a slice of them."""
+    return query_for(len(j["hops"]), [(x["up_if"], x["down_if"]) for x in j["links"]],
+                     j["exits"], j["offsets"][1:], [h["stages"] for h in j["hops"]],
+                     [h["window"] for h in j["hops"]], window_ns)
 
 
 def _lit(v):
@@ -51,11 +60,12 @@ def _shift(offsets, t):
     return theta
 
 
-def query_for(nhops, faces, exits, offsets, stages, window_ns=WINDOW_NS):
+def query_for(nhops, faces, exits, offsets, stages, windows, window_ns=WINDOW_NS):
     """faces: per link (upstream interface, downstream interface); exits: the
     last hop's interfaces out of the path; offsets: per hop after the
     first, a dict of offset_ns, drift_ppm, t_ref_ns, uncertainty_ns;
-    stages: per hop the instants its relation has (t0 .. t4)."""
+    stages: per hop the instants its relation has (t0 .. t4); windows: per
+    hop its recording's (start, stop) on hop 1's clock (path.json's)."""
     w = int(window_ns)
     ctes = []
     for k in range(1, nhops + 1):
@@ -73,10 +83,10 @@ def query_for(nhops, faces, exits, offsets, stages, window_ns=WINDOW_NS):
     for k in range(1, nhops):
         up_if, down_if = faces[k - 1]
         ctes.append(
-            f"c{k} AS (SELECT u.seq AS up, d.seq AS down FROM h{k} u JOIN h{k + 1} d"
-            f" ON u.g = d.g WHERE u.out_if = {_str(up_if)} AND u.s_t4 > 0"
-            f" AND d.in_if = {_str(down_if)} AND d.s_t1 > 0"
-            f" AND u.s_t4 BETWEEN d.s_t1 - {w} AND d.s_t1 + {w})")
+            f"c{k} AS (SELECT u.seq AS up, d.seq AS down FROM (SELECT seq, g,"
+            f" {_handover(up_if)} AS s_out FROM h{k}) u JOIN h{k + 1} d"
+            f" ON u.g = d.g WHERE u.s_out > 0 AND d.in_if = {_str(down_if)} AND d.s_t1 > 0"
+            f" AND u.s_out BETWEEN d.s_t1 - {w} AND d.s_t1 + {w})")
         ctes.append(f"n{k} AS (SELECT up, down, count(*) OVER (PARTITION BY up) AS nu,"
                     f" count(*) OVER (PARTITION BY down) AS nd FROM c{k})")
         ctes.append(f"p{k} AS (SELECT up, down FROM n{k} WHERE nu = 1 AND nd = 1)")
@@ -105,7 +115,8 @@ def query_for(nhops, faces, exits, offsets, stages, window_ns=WINDOW_NS):
                                for k in range(1, nhops + 1)) + " END"
     last = "CASE " + " ".join(f"WHEN chain.q{k} IS NOT NULL THEN {k}"
                               for k in range(nhops, 0, -1)) + " END"
-    fate = "CASE " + " ".join(f"WHEN chain.q{k} IS NOT NULL THEN {_fate(k, nhops, leads[k - 1])}"
+    fate = "CASE " + " ".join(f"WHEN chain.q{k} IS NOT NULL THEN "
+                              f"{_fate(k, nhops, leads[k - 1], windows[k] if k < nhops else None)}"
                               for k in range(nhops, 0, -1)) + " END"
     t_in = "CASE " + " ".join(f"WHEN chain.q{k} IS NOT NULL THEN h{k}.s_t1"
                               for k in range(1, nhops + 1)) + " END"
@@ -127,8 +138,16 @@ def query_for(nhops, faces, exits, offsets, stages, window_ns=WINDOW_NS):
             " AS transit FROM packets")
 
 
-def _fate(k, nhops, lead):
-    """path._fates for a packet last seen at hop k."""
+def _handover(face):
+    """path.handover on SQL."""
+    return (f"CASE WHEN out_if = {_str(face)} AND t4 > 0 THEN s_t4 WHEN (((flags & {T4_UNSEEN}) <> 0"
+            f" AND t4 = 0) OR status = 'dropped') AND coalesce(in_if, '') <> {_str(face)}"
+            " THEN s_t3 ELSE 0 END")
+
+
+def _fate(k, nhops, lead, next_window):
+    """path._fates for a packet last seen at hop k; next_window: the next
+    hop's recording (start, stop)."""
     x = f"h{k}"
     lead = ", ".join(_str(v) for v in lead) or "NULL"
     if k == nhops:
@@ -136,9 +155,12 @@ def _fate(k, nhops, lead):
     else:
         on = (f"CASE WHEN {x}.seq IN (SELECT up FROM a{k}) THEN 'collision at the next hop'"
               f" WHEN {x}.nat_src IS NOT NULL OR {x}.nat_dst IS NOT NULL"
-              " THEN 'NAT changed its key' ELSE 'not seen at the next hop' END")
+              " THEN 'NAT changed its key'"
+              f" WHEN {x}.s_t4 > {int(next_window[1])} OR {x}.s_t4 < {int(next_window[0])}"
+              " THEN 'next hop not recording' ELSE 'not seen at the next hop' END")
     return (f"(CASE WHEN {x}.t4 > 0 AND {x}.out_if IN ({lead}) THEN {on}"
             f" WHEN {x}.t4 > 0 THEN 'left the path'"
+            f" WHEN ({x}.flags & {T4_UNSEEN}) <> 0 THEN 'not followed by the tracer'"
             f" WHEN {x}.status = 'dropped' THEN 'dropped'"
             f" WHEN {x}.status = 'inflight' THEN 'in flight at the stop'"
             f" WHEN {x}.status = 'other_out' THEN 'left the path'"

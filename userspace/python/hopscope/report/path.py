@@ -14,7 +14,7 @@ import re
 import numpy as np
 import pandas as pd
 
-from ..analysis.path import WINDOW_NS, PathError, load_path
+from ..analysis.path import STAGES, WINDOW_NS, PathError, load_path
 from ..files import atomic, write_json
 
 _OFFSET = re.compile(r"^([^=]+)=(-?\d+):(\d+)$")
@@ -101,14 +101,17 @@ def as_json(p):
     def clean(records):
         return json.loads(json.dumps(records, default=_plain))
     return {"format": "hopscope-path/1",
-            "hops": [{"hop": h.n, "router": h.router, "file": h.file} for h in p.hops],
+            "hops": [{"hop": h.n, "router": h.router, "file": h.file, "window": list(h.window),
+                      "stages": [s for s in STAGES if s in h.df.columns]} for h in p.hops],
+            "links": clean(p.links.to_dict("records")),
+            "exits": sorted(p.hops[-1].lead),
             "offsets": clean(p.offsets.replace({np.nan: None}).to_dict("records")),
             "loss": clean(p.loss.to_dict("records")),
             "collisions": clean(p.collisions.to_dict("records")),
             "reverse": {str(k): v for k, v in p.reverse.items()},
             "tail_p99": clean(p.tail(0.99).to_dict("records")),
             "stages": clean(stage_table(p).to_dict("records")),
-            "problems": list(p.problems)}
+            "problems": list(p.problems), "notes": list(p.notes)}
 
 
 def _plain(v):
@@ -140,7 +143,8 @@ def summary(p):
     """(label, text) lines for stdout."""
     out = [("path", " -> ".join(f"{h.router} ({h.file})" for h in p.hops))]
     for _, o in p.offsets.iloc[1:].iterrows():
-        out.append(("clock", f"hop {o['hop']} {o['router']}: {offset_text(o)}"))
+        out.append(("clock", f"hop {o['hop']} {o['router']} against hop {o['hop'] - 1}: "
+                             f"{offset_text(o)}"))
     for entered, t in p.loss.groupby("entered"):
         parts = ", ".join(f"{r.fate} {r.packets}" + (f" at hop {r.hop}" if r.fate != "delivered"
                                                        else "")
@@ -165,6 +169,7 @@ def summary(p):
                                + ", ".join(f"hop {k} {v}" for k, v in p.reverse.items())))
     out.append(("problems", "none" if not p.problems else p.problems[0]))
     out += [("", s) for s in p.problems[1:]]
+    out += [("note", s) for s in p.notes]
     return out
 
 

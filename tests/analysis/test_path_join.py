@@ -154,3 +154,56 @@ def test_one_file_and_no_files():
     assert (p.packets["fate"] == "delivered").sum() == N_FWD - N_FWD // DROP_EVERY
     with pytest.raises(PathError):
         load_path([])
+
+
+def test_missed_hand_over_still_followed():
+    """A packet whose t4 the tracer missed (t4_unseen) at a hop is followed to
+    the next by its t3; at the last hop it is the tracer's loss, not a drop."""
+    frames, _ = chain(n_rev=300, hops=3, unseen_every=100, drop_every=10**9)
+    p = load_path(frames)
+    fates = p.packets["fate"].astype(str).value_counts().to_dict()
+    # (drop_every: packet 0 alone is dropped)
+    assert fates == {"delivered": N_FWD - N_FWD // 100 - 1, "dropped": 1,
+                     "not followed by the tracer": N_FWD // 100}
+    assert (p.packets["first_hop"] == 1).all()
+    missed = p.packets[p.packets["fate"] == "not followed by the tracer"]
+    assert (missed["h3_seq"] > 0).all() and missed["link1"].isna().all()
+
+
+def test_recordings_edges():
+    """Hop 2's recording starts late and hop 1's stops early: packets handed
+    over before hop 2 recorded are not blamed on the link, and those seen
+    only at hop 2 after hop 1 stopped are noted."""
+    frames, _ = chain(n_rev=0, drop_every=10**9)
+    up, down = frames
+    start = int(down["t1"].quantile(0.1))
+    stop = int(up["t1"].quantile(0.9))
+    frames[1] = down[down["t1"] >= start].reset_index(drop=True)
+    frames[1].attrs = dict(down.attrs, header=dict(down.attrs["header"],
+                                                   start_monotonic_ns=start))
+    frames[0] = up[up["t1"] <= stop].reset_index(drop=True)
+    frames[0].attrs = dict(up.attrs, trailer={"monotonic_ns": stop})
+    p = load_path(frames)
+    # the packets hop 2 did not record, handed over by hop 1 before it started
+    assert (p.packets["fate"] == "next hop not recording").sum() == (down["t1"] < start).sum()
+    assert (p.packets["fate"] == "not seen at the next hop").sum() == 0
+    # those hop 1 did not record, after it stopped, entered at hop 2
+    assert (p.packets["first_hop"] == 2).sum() == (up["t1"] > stop).sum()
+    assert any("while hop 1 (r1) was not recording" in s for s in p.notes)
+
+
+def test_dropped_yet_seen_next_is_followed_and_reported():
+    """A record of a drop after routing at hop 1 whose packet hop 2 saw: the
+    drop was not the packet's; it is followed on, and said."""
+    frames, _ = chain(n_rev=200, drop_every=10**9)
+    up = frames[0]
+    wrong = (up.index % 500 == 7) & (up["in_if"] == "in")
+    up.loc[wrong, "t4"] = 0
+    up.loc[wrong, "status"] = "dropped"
+    up.loc[wrong, "drop_stage"] = "t3"
+    up.loc[wrong, "out_if"] = None
+    p = load_path(frames)
+    assert (p.packets["fate"] == "delivered").sum() == N_FWD - 1
+    assert (p.packets["first_hop"] == 1).all()
+    assert any(f"{int(wrong.sum())} packets recorded as dropped were found at hop 2" in s
+               for s in p.problems), p.problems
