@@ -14,7 +14,7 @@ PKG = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspa
                    "userspace", "python")
 # a module may import from its own layer and the ones before it
 LAYERS = ["files", "record", "analysis", "report", "live", "traffic", "cli"]
-TOP = {"__init__": "record", "__main__": "cli"}
+TOP = {"__init__": "analysis", "__main__": "cli"}
 
 
 def modules():
@@ -58,7 +58,9 @@ GRAPH = {name: imports(name, path) for name, path in MODULES.items()}
 def layer(name):
     parts = name.split(".")
     if len(parts) == 1:
-        return "record"  # the package itself: its public face is the record file
+        # the package itself: its public face is the record file (load) and
+        # the routers of a path joined (load_path)
+        return "analysis"
     return TOP.get(parts[1], parts[1])
 
 
