@@ -205,5 +205,5 @@ def test_dropped_yet_seen_next_is_followed_and_reported():
     p = load_path(frames)
     assert (p.packets["fate"] == "delivered").sum() == N_FWD - 1
     assert (p.packets["first_hop"] == 1).all()
-    assert any(f"{int(wrong.sum())} packets recorded as dropped were found at hop 2" in s
+    assert any(f"{int(wrong.sum())} packets recorded as dropped found at hop 2" in s
                for s in p.problems), p.problems

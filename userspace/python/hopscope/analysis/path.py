@@ -122,9 +122,9 @@ def load_path(files, window_ns=WINDOW_NS, offsets=None, min_link_ns=0, search_ns
         to[p.a] = p.b
         went_on = int(np.count_nonzero((hops[k].df["status"] == "dropped").to_numpy()[p.a]))
         if went_on:
-            problems.append(f"hop {k + 1} ({hops[k].router}): {went_on} packets recorded as "
-                            f"dropped were found at hop {k + 2}: the drop recorded was not "
-                            "the packet's (a copy's, or wrong); followed on")
+            problems.append(f"hop {k + 1} ({hops[k].router}): {_n(went_on)} recorded as "
+                            f"dropped found at hop {k + 2}: the drop recorded was not the "
+                            "packet's (a copy's, or wrong); followed on")
         nxt.append(to)
         a_amb = np.zeros(len(hops[k].df), bool)
         a_amb[p.ambiguous_a] = True
@@ -339,7 +339,7 @@ def _edges(hops, packets):
         start, stop = hops[s - 2].window
         n = int(np.count_nonzero((t > 0) & ((t < start) | (t > stop))))
         if n:
-            out.append(f"{n} packets entered at hop {s} ({hops[s - 1].router}) while hop "
+            out.append(f"{_n(n)} entered at hop {s} ({hops[s - 1].router}) while hop "
                        f"{s - 1} ({hops[s - 2].router}) was not recording: the edges of the "
                        "recordings")
     return out
@@ -484,6 +484,10 @@ def _fates(hops, rows, first, last, nxt, amb, t4s):
     return fate, last + 1
 
 
+def _n(n):
+    return f"{n} packet" if n == 1 else f"{n} packets"
+
+
 def _nat_rows(df):
     if "nat_src" not in df.columns:
         return None
@@ -567,7 +571,7 @@ def _link_problems(packets, offsets, nhops):
         bound = 0.0 if err is None or pd.isna(err) else float(err)
         neg = np.count_nonzero(link < -bound)
         if neg:
-            out.append(f"link {k + 1}: {neg} packets took less than no time "
+            out.append(f"link {k + 1}: {_n(neg)} took less than no time "
                        f"(beyond the offset's uncertainty {bound:.0f} ns): the clocks' "
                        "offset is wrong, or the files are not of one path")
     return out
@@ -578,6 +582,6 @@ def _nat_problems(hops):
     for h in hops[:-1]:
         m = _nat_rows(h.df)
         if m is not None:
-            out.append(f"hop {h.n} ({h.router}) translated {int(m.sum())} packets (NAT): "
+            out.append(f"hop {h.n} ({h.router}) translated {_n(int(m.sum()))} (NAT): "
                        "their key changes, so they are not followed past it")
     return out
