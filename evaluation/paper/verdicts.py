@@ -16,7 +16,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
-from markers import MarkerError, replace  # noqa: E402
+from markers import MarkerError, rewrite  # noqa: E402
 BEGIN = "<!-- verdicts: made from paper.json by evaluation/paper/verdicts.py -->"
 END = "<!-- end of verdicts -->"
 
@@ -46,21 +46,14 @@ def main():
     try:
         with open(a.json) as f:
             report = json.load(f)
-        with open(a.readme) as f:
-            text = f.read()
-        new = replace(text, "\n".join(table(report)), BEGIN, END)
+        same = rewrite(a.readme, "\n".join(table(report)), BEGIN, END, check=a.check)
     except (OSError, ValueError) as e:
         sys.exit(f"evaluation/paper/verdicts.py: {e}")
     except MarkerError as e:
         sys.exit(f"evaluation/paper/verdicts.py: {a.readme}: {e}")
-    if a.check:
-        if new != text:
-            sys.exit(f"evaluation/paper/verdicts.py: {a.readme}'s verdicts are not those of "
-                     f"{a.json}: run evaluation/paper/verdicts.py")
-        return
-    with open(a.readme, "w") as f:
-        f.write(new)
-
+    if not same:
+        sys.exit(f"evaluation/paper/verdicts.py: {a.readme}'s verdicts are not those of "
+                 f"{a.json}: run evaluation/paper/verdicts.py")
 
 if __name__ == "__main__":
     main()

@@ -21,7 +21,7 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
-from markers import MarkerError, replace  # noqa: E402
+from markers import MarkerError, rewrite  # noqa: E402
 BEGIN = "<!-- results: made from results.json by evaluation/path/results.py -->"
 END = "<!-- end of results -->"
 # the figures: (PNG, condition, repetition, page of its path.pdf)
@@ -184,22 +184,14 @@ def main():
             with open(a.json, "w") as f:
                 json.dump(res, f, indent=1)
                 f.write("\n")
-        res = _json(a.json)
-        with open(a.readme) as f:
-            text = f.read()
-        new = replace(text, block(res), BEGIN, END)
+        same = rewrite(a.readme, block(_json(a.json)), BEGIN, END, check=a.check)
     except (OSError, ResultsError, KeyError, subprocess.CalledProcessError) as e:
         sys.exit(f"evaluation/path/results.py: {e}")
     except MarkerError as e:
         sys.exit(f"evaluation/path/results.py: {a.readme}: {e}")
-    if a.check:
-        if new != text:
-            sys.exit(f"evaluation/path/results.py: {a.readme}'s tables are not those of "
-                     f"{a.json}: run evaluation/path/results.py")
-        return
-    with open(a.readme, "w") as f:
-        f.write(new)
-
+    if not same:
+        sys.exit(f"evaluation/path/results.py: {a.readme}'s tables are not those of "
+                 f"{a.json}: run evaluation/path/results.py")
 
 if __name__ == "__main__":
     main()

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from hopscope.analysis.path import PathError, load_path
-from path_frames import chain
+from path_frames import chain, cut
 
 N_FWD, DROP_EVERY = 4000, 50
 
@@ -176,13 +176,7 @@ def test_recordings_edges():
     only at hop 2 after hop 1 stopped are noted."""
     frames, _ = chain(n_rev=0, drop_every=10**9)
     up, down = frames
-    start = int(down["t1"].quantile(0.1))
-    stop = int(up["t1"].quantile(0.9))
-    frames[1] = down[down["t1"] >= start].reset_index(drop=True)
-    frames[1].attrs = dict(down.attrs, header=dict(down.attrs["header"],
-                                                   start_monotonic_ns=start))
-    frames[0] = up[up["t1"] <= stop].reset_index(drop=True)
-    frames[0].attrs = dict(up.attrs, trailer={"monotonic_ns": stop})
+    start, stop = cut(frames)
     p = load_path(frames)
     # the packets hop 2 did not record, handed over by hop 1 before it started
     assert (p.packets["fate"] == "next hop not recording").sum() == (down["t1"] < start).sum()

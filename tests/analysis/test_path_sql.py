@@ -8,7 +8,7 @@ import pytest
 
 from hopscope.analysis import path_sql
 from hopscope.analysis.path import load_path
-from path_frames import chain, same_table, to_parquet
+from path_frames import chain, cut, same_table, to_parquet
 from spark import local_spark
 
 duckdb = pytest.importorskip("duckdb")
@@ -79,13 +79,7 @@ def test_from_path_json_with_recordings_edges(tmp_path):
     that start and stop at different times."""
     from hopscope.report.path import as_json
     frames, _ = chain(theta=[0, 2_000_000], drift_ppm=-30, boots=["a", "b"])
-    up, down = frames
-    start, stop = int(down["t1"].quantile(0.1)), int(up["t1"].quantile(0.9))
-    frames[1] = down[down["t1"] >= start].reset_index(drop=True)
-    frames[1].attrs = dict(down.attrs, header=dict(down.attrs["header"],
-                                                   start_monotonic_ns=start))
-    frames[0] = up[up["t1"] <= stop].reset_index(drop=True)
-    frames[0].attrs = dict(up.attrs, trailer={"monotonic_ns": stop})
+    cut(frames)
     p = load_path(frames)
     assert (p.packets["fate"] == "next hop not recording").sum() > 0
     con = duckdb.connect()

@@ -3,22 +3,17 @@ results.json, as evaluation/path/results.py writes them: no number typed
 by hand or left stale; and every file the README cites is committed."""
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
+
+from generated_pages import cited, planted_round_trip, run
 
 ROOT = Path(__file__).resolve().parents[2]
 PATH = ROOT / "evaluation" / "path"
 SCRIPT = PATH / "results.py"
 
 
-def results(*args):
-    return subprocess.run([sys.executable, SCRIPT, *map(str, args)], capture_output=True,
-                          text=True)
-
-
 def test_the_readme_tables_are_the_committed_json():
-    r = results("--check")
+    r = run(SCRIPT, "--check")
     assert r.returncode == 0, r.stderr
 
 
@@ -28,18 +23,8 @@ def test_a_changed_number_is_caught_and_rewritten(tmp_path):
     planted = 123_456_789  # ns: every run's end-to-end p99
     for r in high:
         r["stages"]["path transit"][1] = planted
-    js, readme = tmp_path / "results.json", tmp_path / "README.md"
-    js.write_text(json.dumps(res))
-    readme.write_text((PATH / "README.md").read_text())
-    r = results("--check", "--json", js, "--readme", readme)
-    assert r.returncode == 1 and "are not those of" in r.stderr
-    assert results("--json", js, "--readme", readme).returncode == 0
-    text = readme.read_text()
-    assert "| high | " + ", ".join(["123,457"] * len(high)) + " |" in text
-    assert results("--check", "--json", js, "--readme", readme).returncode == 0
-    readme.write_text("no markers")
-    r = results("--json", js, "--readme", readme)
-    assert r.returncode == 1 and "no markers" in r.stderr and "Traceback" not in r.stderr
+    planted_round_trip(SCRIPT, res, PATH / "README.md", tmp_path,
+                       "| high | " + ", ".join(["123,457"] * len(high)) + " |")
 
 
 def test_the_loss_table_adds_up_per_condition():
@@ -58,8 +43,5 @@ def test_the_loss_table_adds_up_per_condition():
 
 
 def test_every_file_the_readme_cites_is_committed():
-    text = (PATH / "README.md").read_text()
-    cited = set(re.findall(r"\]\(([^)#]+\.(?:md|json|py|png|toml))\)", text))
-    assert {"results.json", "results.py", "stages-high.png", "tail-low.png"} <= cited
-    for path in cited:
-        assert (PATH / path).resolve().exists(), path
+    assert {"results.json", "results.py", "stages-high.png", "tail-low.png"} <= \
+        cited(PATH, ("md", "json", "py", "png", "toml"))

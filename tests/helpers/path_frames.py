@@ -98,6 +98,21 @@ def chain(n_fwd=4000, n_rev=1500, hops=2, seed=3, drop_every=50, theta=None, dri
     return frames, truth
 
 
+def cut(frames):
+    """Two hops' frames as recordings that did not start and stop together:
+    hop 2 starts late (at its 10 % packet), hop 1 stops early (at its 90 %).
+    Returns (start, stop) and changes frames in place; the original frames
+    are the caller's."""
+    up, down = frames
+    start, stop = int(down["t1"].quantile(0.1)), int(up["t1"].quantile(0.9))
+    frames[1] = down[down["t1"] >= start].reset_index(drop=True)
+    frames[1].attrs = dict(down.attrs, header=dict(down.attrs["header"],
+                                                   start_monotonic_ns=start))
+    frames[0] = up[up["t1"] <= stop].reset_index(drop=True)
+    frames[0].attrs = dict(up.attrs, trailer={"monotonic_ns": stop})
+    return start, stop
+
+
 def to_parquet(frames, folder):
     """Each frame with the types a campaign's packets dataset has (DuckDB's
     and Spark's): folder/hopK.parquet."""

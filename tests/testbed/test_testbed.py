@@ -27,6 +27,19 @@ ENV = {**os.environ, "HS_PREFIX": PREFIX}
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
 
+def interfaces_as_ip_shows_them(doc, role):
+    """The layout's interfaces of role are those `ip addr` shows in its
+    namespace: names, MACs, addresses."""
+    links = json.loads(run(["ip", "-j", "-n", PREFIX + role, "addr", "show"]).stdout)
+    shown = {link["ifname"]: (link["address"], sorted(
+        (a["family"], a["local"], a["prefixlen"]) for a in link["addr_info"]
+        if a["scope"] == "global")) for link in links if link["ifname"] != "lo"}
+    want = {i["name"]: (i["mac"], sorted([("inet", i["ipv4"], i["prefix4"]),
+                                          ("inet6", i["ipv6"], i["prefix6"])]))
+            for i in doc["interfaces"][role]}
+    assert shown == want, role
+
+
 def run(cmd, env=ENV, timeout=60):
     return subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
 
@@ -194,15 +207,8 @@ class TestRps:
         assert doc["router"] == {"in": rps_bed["HS_TB_ROUTER_IN"].split(),
                                  "out": rps_bed["HS_TB_ROUTER_OUT"]}
         assert doc["senders"] == ["sender1", "sender2"]
-        for role in ROLES:      # every interface, as `ip addr` shows it in its namespace
-            links = json.loads(run(["ip", "-j", "-n", PREFIX + role, "addr", "show"]).stdout)
-            shown = {link["ifname"]: (link["address"], sorted(
-                (a["family"], a["local"], a["prefixlen"]) for a in link["addr_info"]
-                if a["scope"] == "global")) for link in links if link["ifname"] != "lo"}
-            want = {i["name"]: (i["mac"], sorted([("inet", i["ipv4"], i["prefix4"]),
-                                                  ("inet6", i["ipv6"], i["prefix6"])]))
-                    for i in doc["interfaces"][role]}
-            assert shown == want, role
+        for role in ROLES:
+            interfaces_as_ip_shows_them(doc, role)
         for i in doc["interfaces"]["router"]:   # each router side faces its peer
             peer, = doc["interfaces"][i["peer_role"]]
             assert (peer["name"], peer["peer"]) == (i["peer"], i["name"])

@@ -10,8 +10,9 @@ import re
 
 import pytest
 
-from test_testbed import (PREFIX, STATE_DIR, TESTBED, bed_up, in_ns, last_cpu_mask, mask,
-                          our_namespaces, root_qdiscs, run, state, sys_read, tb, unplanned)
+from test_testbed import (PREFIX, STATE_DIR, TESTBED, bed_up, in_ns, interfaces_as_ip_shows_them,
+                          last_cpu_mask, mask, our_namespaces, root_qdiscs, run, state,
+                          sys_read, tb, unplanned)
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="network namespaces need root")
 
@@ -67,14 +68,7 @@ class TestChain:
     def test_every_interface_as_ip_shows_it_and_facing_its_peer(self, chain):
         doc = json.loads(tb("status", "--json"))
         for role in doc["namespaces"]:
-            links = json.loads(run(["ip", "-j", "-n", PREFIX + role, "addr", "show"]).stdout)
-            shown = {link["ifname"]: (link["address"], sorted(
-                (a["family"], a["local"], a["prefixlen"]) for a in link["addr_info"]
-                if a["scope"] == "global")) for link in links if link["ifname"] != "lo"}
-            want = {i["name"]: (i["mac"], sorted([("inet", i["ipv4"], i["prefix4"]),
-                                                  ("inet6", i["ipv6"], i["prefix6"])]))
-                    for i in doc["interfaces"][role]}
-            assert shown == want, role
+            interfaces_as_ip_shows_them(doc, role)
             for i in doc["interfaces"][role]:
                 back = [p for p in doc["interfaces"][i["peer_role"]] if p["name"] == i["peer"]]
                 assert [(p["peer"], p["peer_role"]) for p in back] == [(i["name"], role)], i

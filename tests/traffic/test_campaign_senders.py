@@ -34,7 +34,7 @@ def d_p(df, tos):
 
 
 def test_each_sender_summarised_apart(runs, tmp_path):
-    entries = [{"condition": "c", "repetition": rep, "stats": {}, "counts": {},
+    entries = [{"condition": "c", "repetition": rep, "router": "r", "stats": {}, "counts": {},
                 "senders": sender_stats(df)} for rep, df in runs.items()]
     toses = sorted(int(t) for t in runs[1]["tos"].unique())
     assert {4, 5} <= set(toses)  # the synthetic run's two senders
@@ -66,7 +66,7 @@ def test_a_run_finished_before_per_sender_stats_reads_its_dataset_part(runs, tmp
 
 
 def test_a_control_is_set_beside_its_twin(runs, tmp_path):
-    entries = [{"condition": cond, "repetition": 1, "stats": {}, "counts": {},
+    entries = [{"condition": cond, "repetition": 1, "router": "r", "stats": {}, "counts": {},
                 "senders": sender_stats(df)}
                for cond, df in (("c", runs[1]), ("control-cpu_c", runs[2]),
                                 ("control-lonely_x", runs[2]))]

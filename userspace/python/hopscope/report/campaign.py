@@ -1,6 +1,6 @@
 """A campaign's summary, written into its folder:
 
-    runs.csv, runs.parquet        one row per run and stage
+    runs.csv, runs.parquet        one row per run, router and stage
     summary.csv, summary.parquet  one row per condition and stage:
                                   STAT_mean and STAT_std over its runs
                                   (probe_floor: the delay's probe floor)
@@ -13,11 +13,13 @@
                                   and pages of tables (the summary, the
                                   summary per sender, then every run's
                                   counts)
+    paths.csv, paths.parquet      a chain's runs: one row per run, its path
 
 Delays are in nanoseconds in the tables, microseconds in the PDF.
 """
 import os
 
+import pandas as pd
 from matplotlib.backends.backend_pdf import PdfPages
 
 from ..analysis.runs import runs_table, senders_table, summary_table
@@ -32,24 +34,46 @@ US = 1e3  # ns per microsecond
 CONTROL = "control-"  # control-WHAT_TWIN: TWIN with the one setting WHAT changed
 
 
-def write(runs, outdir, title):
-    """Write the tables and the PDF; returns the paths written."""
-    runs_df = runs_table(runs)
-    summary = summary_table(runs_df)
-    senders = summary_table(senders_table(runs), ("condition", "tos", "stage"))
-    paths = []
-    for name, table in (("runs", runs_df), ("summary", summary), ("senders", senders)):
+def write(entries, outdir, title, paths=None):
+    """Write the tables per run and router (entries: one per run and router,
+    analysis.runs's, with a "router"), the PDF, and paths, a chain's runs'
+    table, when it has rows; returns the paths written."""
+    runs_df = _per_router(runs_table, entries)
+    summary = summary_table(runs_df, ("condition", "router", "stage"))
+    senders = summary_table(_per_router(senders_table, entries),
+                            ("condition", "router", "tos", "stage"))
+    tables = [("runs", runs_df), ("summary", summary), ("senders", senders)]
+    tables += [("paths", paths)] if paths is not None and len(paths) else []
+    written = []
+    for name, table in tables:
         for ext, write_one in (("csv", lambda t, p: t.to_csv(p, index=False)),
                                ("parquet", lambda t, p: t.to_parquet(p, index=False))):
             path = os.path.join(outdir, f"{name}.{ext}")
             with atomic(path) as tmp:
                 write_one(table, tmp)
-            paths.append(path)
+            written.append(path)
     pdf = os.path.join(outdir, "summary.pdf")
     with atomic(pdf) as tmp:
-        draw(summary, senders, runs_df, tmp, title)
-    paths.append(pdf)
-    return paths
+        # the PDF sets conditions side by side: a chain's routers are each a condition there
+        draw(_router_in_condition(summary), _router_in_condition(senders), runs_df, tmp, title)
+    return written + [pdf]
+
+
+def _per_router(table_of, entries):
+    """table_of(entries) built per entry, with the entry's router as a column."""
+    parts = [table_of([e]).assign(router=e["router"]) for e in entries]
+    t = pd.concat(parts, ignore_index=True) if parts else table_of([]).assign(router=None)
+    return t[["condition", "repetition", "router"]
+             + [c for c in t.columns if c not in ("condition", "repetition", "router")]]
+
+
+def _router_in_condition(table):
+    """table with "CONDITION ROUTER" as the condition where a condition has
+    several routers, and no router column."""
+    several = table.groupby("condition")["router"].transform("nunique") > 1
+    label = table["condition"].where(~several,
+                                     table["condition"] + " " + table["router"].astype(str))
+    return table.assign(condition=label).drop(columns="router")
 
 
 def draw(summary, senders, runs, path, title):

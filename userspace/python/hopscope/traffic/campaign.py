@@ -26,11 +26,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from ..analysis.runs import run_stats, runs_table, sender_stats, senders_table, summary_table
-from ..files import atomic, write_json
+from ..analysis.runs import run_stats, sender_stats
+from ..files import write_json
 from ..record import dataset
 from ..record.load import router_id
-from ..report.campaign import draw
+from ..report.campaign import write
 from .progress import Progress
 from .result import RunError
 from .run import require_root, run_condition
@@ -278,48 +278,12 @@ def _summary_entries(meta, outdir):
             for r in c["routers"]]
 
 
-def _per_router(table_of, entries):
-    """table_of(entries) built per entry, with the entry's router as a column."""
-    parts = [table_of([e]).assign(router=e["router"]) for e in entries]
-    t = pd.concat(parts, ignore_index=True) if parts else table_of([]).assign(router=None)
-    return t[["condition", "repetition", "router"]
-             + [c for c in t.columns if c not in ("condition", "repetition", "router")]]
-
-
 def write_summary(finished_runs, outdir, title):
     """runs, summary and senders (.csv, .parquet) per run and router,
     summary.pdf, and paths (.csv, .parquet) when a run was a chain; returns
     the paths written."""
     entries = [e for m in finished_runs for e in _summary_entries(m, outdir)]
-    runs_df = _per_router(runs_table, entries)
-    summary = summary_table(runs_df, ("condition", "router", "stage"))
-    senders = summary_table(_per_router(senders_table, entries),
-                            ("condition", "router", "tos", "stage"))
-    tables = [("runs", runs_df), ("summary", summary), ("senders", senders)]
-    chains = paths_table(finished_runs)
-    tables += [("paths", chains)] if len(chains) else []
-    written = []
-    for name, table in tables:
-        for ext, write_one in (("csv", lambda t, p: t.to_csv(p, index=False)),
-                               ("parquet", lambda t, p: t.to_parquet(p, index=False))):
-            path = os.path.join(outdir, f"{name}.{ext}")
-            with atomic(path) as tmp:
-                write_one(table, tmp)
-            written.append(path)
-    pdf = os.path.join(outdir, "summary.pdf")
-    with atomic(pdf) as tmp:
-        # the PDF sets conditions side by side: a chain's routers are each a condition there
-        draw(_router_in_condition(summary), _router_in_condition(senders), runs_df, tmp, title)
-    return written + [pdf]
-
-
-def _router_in_condition(table):
-    """table with "CONDITION ROUTER" as the condition where a condition has
-    several routers, and no router column."""
-    several = table.groupby("condition")["router"].transform("nunique") > 1
-    label = table["condition"].where(~several,
-                                     table["condition"] + " " + table["router"].astype(str))
-    return table.assign(condition=label).drop(columns="router")
+    return write(entries, outdir, title, paths_table(finished_runs))
 
 
 def paths_table(finished_runs):
