@@ -31,10 +31,21 @@ SEARCH_NS = 10_000_000_000     # first search around the headers' offset, unknow
 STAGES = ("t0", "t1", "t2", "t3", "t4")
 T4_UNSEEN = fmt.FLAGS["t4_unseen"]
 HOP_DELAYS = ("d_iq", "d_p", "d_oq", "transit")
-# what a packet's record at its last hop says became of it
-FATES = ("delivered", "dropped", "left the path", "not seen at the next hop",
-         "next hop not recording", "collision at the next hop", "in flight at the stop", "not followed by the tracer",
-         "NAT changed its key")
+# what became of a packet, judged by its record at the last hop it was seen at
+FATES = {
+    "delivered": "it left the last router by the path's exit",
+    "dropped": "a router dropped it (the last stage it reached, the kernel's reason)",
+    "left the path": "a router sent it elsewhere (another interface, or one not traced)",
+    "not seen at the next hop": "handed over toward the next router, not found there: lost "
+                                "on the link, or by the next router's tracer",
+    "next hop not recording": "handed over before the next router's recording started or "
+                              "after it stopped",
+    "collision at the next hop": "two identical packets within the window: not followed",
+    "in flight at the stop": "still inside a router when its recording stopped",
+    "not followed by the tracer": "a router's tracer lost it (evicted, a collision in the "
+                                  "router, a missed hand-over at the last router)",
+    "NAT changed its key": "the router translated it: the next router sees another key",
+}
 PACKET_COLS = ("src", "dst", "sport", "dport", "proto", "tos", "ip_len", "key")
 
 
@@ -325,7 +336,7 @@ def _window(df, links):
     start = int((df.attrs.get("header") or {}).get("start_monotonic_ns") or 0)
     stop = (df.attrs.get("trailer") or {}).get("monotonic_ns")
     if not isinstance(stop, int):
-        stop = int(max((df[s].max() for s in STAGES if s in df.columns), default=0))
+        stop = int(max((df[s].max() for s in STAGES if s in df.columns and len(df)), default=0))
     ends = np.array([start, stop], np.float64)
     return tuple(int(v) for v in np.floor(ends - shift_ns(links, ends) + 0.5))
 
@@ -427,7 +438,7 @@ def _tables(hops, rows, shifts, nxt, amb):
     whole = (fate == "delivered") & (t_in > 0) & (t_out > 0)
     cols["transit"] = np.where(whole, t_out - t_in, np.nan)
     packets = pd.DataFrame(cols)
-    packets["fate"] = pd.Categorical(packets["fate"], FATES)
+    packets["fate"] = pd.Categorical(packets["fate"], list(FATES))
     hop_rows = _long(hops, packets, long)
     return packets, hop_rows
 
@@ -512,7 +523,7 @@ def _long(hops, packets, long):
             part[c] = packets[c].to_numpy()[idx]
         parts.append(pd.DataFrame(part))
     out = pd.concat(parts, ignore_index=True)
-    out["fate"] = pd.Categorical(out["fate"], FATES)
+    out["fate"] = pd.Categorical(out["fate"], list(FATES))
     return out
 
 

@@ -11,11 +11,11 @@ import numpy as np
 from matplotlib import ticker
 
 from ..analysis.hist import relative_histogram
-from ..analysis.path import shift_ns
+from ..analysis.path import FATES, shift_ns
 from ..analysis.path_clock import Offset
 from ..analysis.queues import occupancy
 from . import figures as fig, forked, layout
-from .pdf import _page, _us
+from .pdf import figure_page, us_text
 
 HOP_STAGES = ("d_iq", "d_p", "d_oq")
 HOPS_PER_PAGE = 3   # columns of histograms, rows of queues: more and their labels collide
@@ -27,11 +27,11 @@ def write(p, pdf_path, title):
     """Writes the path's pages to pdf_path; returns the page count."""
     jobs = [("the summary", _summary, (p, title))]
     for hops in _groups(p):
-        jobs.append(("the stage delays", _page, (_stages, p, title, hops)))
-    jobs.append(("the tail", _page, (_tail, p, title)))
+        jobs.append(("the stage delays", figure_page, (_stages, p, title, hops)))
+    jobs.append(("the tail", figure_page, (_tail, p, title)))
     queues = _queues_on_hop1(p)
     for hops in _groups(p):
-        jobs.append(("the queues", _page, (_queues, p, title, hops, queues)))
+        jobs.append(("the queues", figure_page, (_queues, p, title, hops, queues)))
     jobs.append(("the loss table", _loss, (p, title)))
     return forked.write(pdf_path, jobs)
 
@@ -200,7 +200,7 @@ def _tail(f, p, title):
     text = layout.Text(
         f"The largest share of the tail: {worst['part']}, {worst['share']:.1%} of the "
         f"transit of the {int(worst['packets'])} packets at or above the transit's p99 "
-        f"({_us(cut)} µs), against {usual:.1%} over all {len(transit)} delivered packets. "
+        f"({us_text(cut)} µs), against {usual:.1%} over all {len(transit)} delivered packets. "
         "A share is the part's mean over the packets' mean transit; shares add up to 100 % "
         "as the parts add up to the transit.",
         10)
@@ -209,7 +209,7 @@ def _tail(f, p, title):
     ax_h, ax_b = plots.subplots(1, 2)
     span = _range([transit])
     fig.histogram(ax_h, relative_histogram(transit, _nice(span[1] - span[0])))
-    ax_h.axvline(cut * fig.US, color="C3", ls="--", label=f"p99 {_us(cut)} µs")
+    ax_h.axvline(cut * fig.US, color="C3", ls="--", label=f"p99 {us_text(cut)} µs")
     ax_h.legend(fontsize=8)
     ax_h.set_xlabel(ax_h.get_xlabel().replace("delay", "end-to-end transit", 1))
     ax_h.set_title(f"end-to-end transit of the {len(transit)} delivered packets")
@@ -278,12 +278,6 @@ def _loss(pdf, p, title):
                           "share"],
                          "every packet that entered the path, by the hop it entered at and "
                          "the hop where its fate was decided"))
-    out.add(layout.Text(
-        "delivered: left the last hop toward the path's end; dropped: the router dropped "
-        "it (stage and reason from its record); left the path: sent out another "
-        "interface; not seen at the next hop: left toward it, never recorded there; "
-        "collision at the next hop: two records there could be it, neither joined; in "
-        "flight at the stop: still inside the router when recording ended; not followed "
-        "by the tracer: its record ends without a fate; NAT changed its key: translated, "
-        "so the next hop sees another packet."))
+    out.add(layout.Text("; ".join(f"{fate}: {meaning}" for fate, meaning in FATES.items())
+                        + "."))
     return out.close()

@@ -78,7 +78,7 @@ def jobs(runs):
     out = []
 
     def page(what, draw, *args):
-        out.append((what, _page, (draw, *args)))
+        out.append((what, figure_page, (draw, *args)))
     if len(runs) > 1:
         out.append(("the comparison", _comparison, (runs,)))
         page("the overlay", _overlay, runs)
@@ -102,7 +102,7 @@ def jobs(runs):
     return out
 
 
-def _page(pdf, draw, *args):
+def figure_page(pdf, draw, *args):
     f = plt.figure(figsize=PAGE, layout="constrained")
     draw(f, *args)
     pdf.savefig(f)
@@ -112,12 +112,12 @@ def _page(pdf, draw, *args):
 
 def _coffee(pdf, label, df, a):
     found, table = coffee.found(df, a)
-    _page(pdf, coffee.arrivals, label, df, a, found, table)
-    _page(pdf, coffee.sweep, label, table)
+    figure_page(pdf, coffee.arrivals, label, df, a, found, table)
+    figure_page(pdf, coffee.sweep, label, table)
     return 2
 
 
-def _us(v):
+def us_text(v):
     return f"{v / 1000:.2f}" if v == v else "—"
 
 
@@ -126,7 +126,7 @@ def _stat_rows(stats, key_columns=()):
     for _, r in stats.iterrows():
         keys = [fig.tos_label(r[k]) if k == "tos" else str(r[k]) for k in key_columns]
         rows.append(keys + [r["stage"], f"{int(r['count'])}"] +
-                    [_us(r[c]) for c in STAT_COLUMNS[1:]] +
+                    [us_text(r[c]) for c in STAT_COLUMNS[1:]] +
                     [f"{int(r['negative'])}/{int(r['missing'])}"])
     return rows
 
@@ -193,7 +193,7 @@ def _budget(pdf, label, df, a):
     more = stage_stats(df, stages=[r["delay"] for r in delays if r["delay"] not in known.index])
     q = pd.concat([known, more.set_index("stage")])
     for r in delays:
-        p50, p99 = (_us(q.loc[r["delay"], c]) for c in ("p50", "p99"))
+        p50, p99 = (us_text(q.loc[r["delay"], c]) for c in ("p50", "p99"))
         rows.append([r["delay"], r["span"], r["probes"] or "none", p50, p99,
                      _opt_us(r["floor_ns"]), _opt_us(r["mean_ns"]), _opt_us(r["spread_ns"]),
                      _opt_us(r["p99_floor_ns"]), _opt_us(r["uncertainty_ns"]),
@@ -315,7 +315,7 @@ def _comparison(pdf, runs):
     for label, _, a in runs:
         for _, r in a.stats.iterrows():
             rows.append([label, r["stage"], f"{int(r['count'])}"] +
-                        [_us(r[c]) for c in ("p50", "p90", "p99", "p99_9", "max")])
+                        [us_text(r[c]) for c in ("p50", "p90", "p99", "p99_9", "max")])
     out = layout.Pages(pdf, "hopscope report: " + ", ".join(label for label, _, _ in runs))
     out.add(layout.Table(layout.once(rows), ["run", "stage", "count", "p50", "p90", "p99", "p99.9", "max"],
                          "runs side by side (µs)"))
