@@ -188,8 +188,10 @@ def test_each_router_recorded_into_its_file_with_its_id(chain):
         cmd = rec["command"]
         assert cmd[cmd.index("--in") + 1] == cmd[cmd.index("--out") + 1] == ifs
     assert meta["record_problems"] == []
-    # the accounting holds at whatever rate a sender reached on a busy machine
-    assert [w for w in meta["warnings"] if "did not reach the rate" not in w] == []
+    # the accounting holds at whatever rate a sender reached on a busy machine,
+    # and whatever ITGRecv left unread at its flow's end (testlib.ditg_logged_but_a_tail)
+    assert [w for w in meta["warnings"]
+            if "did not reach the rate" not in w and "ITGRecv logged" not in w] == []
     assert sorted(os.listdir(run / "path")) == ["hops.parquet", "packets.parquet", "path.json"]
 
 

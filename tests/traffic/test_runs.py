@@ -186,8 +186,10 @@ def check_accounting(r, meta, truth, out):
     assert tx + qdisc_drops - own == forwarded + dropped, (tx, qdisc_drops, own)
     # and the qdisc's drops are the dropped records (or a report of the router's own)
     assert dropped <= qdisc_drops <= dropped + own, (qdisc_drops, dropped, own)
-    # the accounting holds at whatever rate a sender reached on a busy machine
-    assert [w for w in meta["warnings"] if "did not reach the rate" not in w] == []
+    # the accounting holds at whatever rate a sender reached on a busy machine,
+    # and whatever ITGRecv left unread at its flow's end (testlib.ditg_logged_but_a_tail)
+    assert [w for w in meta["warnings"]
+            if "did not reach the rate" not in w and "ITGRecv logged" not in w] == []
 
 
 def test_ditg_run_every_packet_joined(clean, tmp_path, monkeypatch):
