@@ -201,3 +201,11 @@ def test_dropped_yet_seen_next_is_followed_and_reported():
     assert (p.packets["first_hop"] == 1).all()
     assert any(f"{int(wrong.sum())} packets recorded as dropped found at hop 2" in s
                for s in p.problems), p.problems
+
+
+def test_link_to_t0_is_the_wire_alone():
+    frames, _ = chain(n_rev=100, hops=3, backlog_ns=700)
+    p = load_path(frames)
+    for k in (1, 2):
+        d = p.packets.dropna(subset=[f"link{k}"])
+        assert len(d) and (d[f"link{k}_t0"] == d[f"link{k}"] - 700).all()

@@ -27,6 +27,7 @@ def sql_packets(frames, p, folder):
          boots=["a", "b", "c"]),
     dict(hops=1, n_rev=0),
     dict(hops=3, unseen_every=100),
+    dict(hops=2, backlog_ns=700, theta=[0, -5_000_000], boots=["a", "b"]),
 ])
 def test_query_gives_load_paths_table(case, tmp_path):
     frames, _ = chain(**case)

@@ -35,7 +35,7 @@ def _frame(rows, router, boot, mono_to_real=0, sync=None):
 
 
 def chain(n_fwd=4000, n_rev=1500, hops=2, seed=3, drop_every=50, theta=None, drift_ppm=0.0,
-          boots=None, link_ns=(3000, 900), queue_hop=None, unseen_every=None):
+          boots=None, link_ns=(3000, 900), queue_hop=None, unseen_every=None, backlog_ns=0):
     """Frames per hop and the truth. Forward packets enter at hop 1 (in_if
     "in") and leave the last hop by "out"; reverse ones go back. Hop k joins
     hop k+1 by "up" (hop k+1's side) and "down" (hop k's side). theta: per
@@ -43,7 +43,8 @@ def chain(n_fwd=4000, n_rev=1500, hops=2, seed=3, drop_every=50, theta=None, dri
     rate for each hop after the first. Every drop_every-th forward packet is
     dropped at the last hop's output (QDISC_DROP, reason 7). Every
     unseen_every-th forward packet's t4 is missed by the tracer at each hop
-    (t4_unseen: inflight, no out_if)."""
+    (t4_unseen: inflight, no out_if). backlog_ns: each packet's wait between
+    t0 and t1 at every router (t0 recorded), else no t0."""
     rng = np.random.default_rng(seed)
     theta = theta or [0] * hops
     boots = boots or ["boot-a"] * hops
@@ -77,7 +78,7 @@ def chain(n_fwd=4000, n_rev=1500, hops=2, seed=3, drop_every=50, theta=None, dri
                 out_if = "in" if k == 0 else "up"
             shift = theta[k] + (drift_ppm * 1e-6 * (t1 - t0) if k else 0)
             s = int(round(shift))
-            row = dict(t0=0, t1=t1 + s, t2=t2 + s, t3=t3 + s, t4=0 if drop else t4 + s,
+            row = dict(t0=t1 - backlog_ns + s if backlog_ns else 0, t1=t1 + s, t2=t2 + s, t3=t3 + s, t4=0 if drop else t4 + s,
                        status="dropped" if drop else "complete",
                        drop_stage="t3" if drop else None, drop_reason=7 if drop else 0,
                        in_if=in_if, out_if=out_if, key=key, ip_len=100 + i % 1300,

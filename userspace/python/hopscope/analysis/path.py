@@ -430,6 +430,9 @@ def _tables(hops, rows, shifts, nxt, amb):
         up, down = cols[f"h{k + 1}_t4"], cols[f"h{k + 2}_t1"]
         both = (up > 0) & (down > 0) & present[:, k] & present[:, k + 1]
         cols[f"link{k + 1}"] = np.where(both, down - up, np.nan)
+        if "t0" in hops[k + 1].df.columns:  # the wire alone: to the next router's t0
+            arrived = cols[f"h{k + 2}_t0"]
+            cols[f"link{k + 1}_t0"] = np.where(both & (arrived > 0), arrived - up, np.nan)
     every = np.arange(n)
     t_in = np.column_stack([cols[f"h{k + 1}_t1"] for k in range(K)])[every, first]
     t_out = np.column_stack([cols[f"h{k + 1}_t4"] for k in range(K)])[every, last]

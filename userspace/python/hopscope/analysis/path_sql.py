@@ -129,6 +129,9 @@ def query_for(nhops, faces, exits, offsets, stages, windows, window_ns=WINDOW_NS
     for k in range(1, nhops):
         cols.append(f"CASE WHEN h{k}.s_t4 > 0 AND h{k + 1}.s_t1 > 0"
                     f" THEN h{k + 1}.s_t1 - h{k}.s_t4 END AS link{k}")
+        if "t0" in stages[k]:
+            cols.append(f"CASE WHEN h{k}.s_t4 > 0 AND h{k + 1}.s_t1 > 0 AND h{k + 1}.s_t0 > 0"
+                        f" THEN h{k + 1}.s_t0 - h{k}.s_t4 END AS link{k}_t0")
     cols += [f"{fate} AS fate", f"{last} AS fate_hop"]
     names = [c.rsplit(" AS ", 1)[1] for c in cols]
     ctes.append(f"packets AS (SELECT {', '.join(cols)}, {t_in} AS t_in, {t_out} AS t_out"
