@@ -273,3 +273,21 @@ def test_path_command(recorded, path, tmp_path):
     r = sh(HOPSCOPE, "path", str(tmp_path / "missing.hsr"), "-o", str(tmp_path / "q"),
            check=False)
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stderr
+    # two recordings of one router, not a path: no packet crosses between them
+    data = os.path.join(os.path.dirname(os.path.dirname(__file__)), "data")
+    r = sh(HOPSCOPE, "path", f"{data}/single.hsr", f"{data}/competitive.hsr", "-o",
+           str(tmp_path / "q"), check=False)
+    assert r.returncode == 1 and "no packet crossed link 1->2" in r.stderr, r.stderr
+
+
+def test_the_reverse_path_carries_the_acks(recorded):
+    """Joined in the other order, the files are the path of the receiver's
+    packets back to the senders (TCP's ACKs): those are what enter at r2."""
+    out = recorded[0]
+    back = hopscope.load_path([str(out / "r2.hsr"), str(out / "r1.hsr")])
+    entered = back.packets[back.packets["first_hop"] == 1]
+    assert len(entered) and (entered["src"].astype(str) == RX4).all()
+    assert back.links[["up_if", "down_if"]].values.tolist() == [["r2-r1", "r1-r2"]]
+    # what went on to r1 left it toward the senders
+    on = entered[entered["fate"] == "delivered"]
+    assert len(on) and set(on["h2_out_if"].astype(str)) <= {"r-s1", "r-s2"}

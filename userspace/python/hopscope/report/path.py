@@ -10,6 +10,7 @@ path.pdf; a summary goes to stdout.
 import json
 import os
 import re
+import sys
 
 import numpy as np
 import pandas as pd
@@ -67,7 +68,12 @@ def run(args, parser):
         p = load_path(args.files, window_ns=int(args.window_ms * 1e6), offsets=given,
                       min_link_ns=args.min_link_ns)
     except PathError as e:
-        print(f"hopscope path: {e}")
+        print(f"hopscope path: {e}", file=sys.stderr)
+        return 1
+    alone = [r.link for r in p.links.itertuples() if r.up_if is None]
+    if alone:
+        print(f"hopscope path: no packet crossed link {', '.join(alone)}: the files are not "
+              "of one path in this order, or a NAT between changes every key", file=sys.stderr)
         return 1
     write(p, args.out, pdf=not args.no_pdf)
     for label, text in summary(p):
@@ -175,6 +181,8 @@ def summary(p):
 
 def offset_text(o):
     """One offset row as text: method, offset, drift, uncertainty."""
+    if o["method"] == "none":
+        return "not found: no packet paired between these hops (give --offset)"
     err = o["uncertainty_ns"]
     bound = ("an upper bound (one-way traffic: the least link time is not known)"
              if err is None or (isinstance(err, float) and np.isnan(err))
