@@ -98,6 +98,23 @@ def _edge(g, inside, outside, steps=200):
     return inside
 
 
+def _bounding(dt, link):
+    """The pairs (dt, link) whose link - rho * dt is the least of all for some
+    rho in [-MAX_DRIFT, MAX_DRIFT]: no other pair is lower over that whole
+    range (pair j is when link_j + MAX_DRIFT * |dt_j - dt_i| <= link_i). The
+    bounds below are the same from these alone, and cost a few hundred
+    pairs' work, not millions'."""
+    if len(dt) < 3:
+        return dt, link
+    order = np.argsort(dt, kind="stable")
+    dt, link = dt[order], link[order]
+    left = np.minimum.accumulate(link - MAX_DRIFT * dt) + MAX_DRIFT * dt
+    right = (np.minimum.accumulate((link + MAX_DRIFT * dt)[::-1])[::-1]) - MAX_DRIFT * dt
+    # each pair is its own candidate: >= itself, but for rounding (1e-3 ns)
+    keep = (left >= link - 1e-3) & (right >= link - 1e-3)
+    return dt[keep], link[keep]
+
+
 def from_links(fwd_t, fwd_link, rev_t, rev_link, min_link_ns=0):
     """Offset from raw link times: forward (hop k's t4 -> hop k+1's t1) at hop
     k's instants fwd_t, reverse (hop k+1's t4 -> hop k's t1, raw) at hop k's
@@ -117,12 +134,15 @@ def from_links(fwd_t, fwd_link, rev_t, rev_link, min_link_ns=0):
     lo, hi = float(every.min()), float(every.max())
     t_ref = int(round((lo + hi) / 2))
     df, dr = fwd_t - t_ref, rev_t - t_ref
+    mean = float(df.mean())
+    # only the pairs that can bound some line of the drifts searched count
+    df, fwd_link = _bounding(df, fwd_link)
+    dr, rev_link = _bounding(dr, rev_link)
 
     def upper(rho, at=0.0):  # the highest theta(t_ref + at) a line of slope rho may have
         return float(np.min(fwd_link - rho * (df - at)))
 
     if not len(rev_t):
-        mean = float(df.mean())
         rho = _argmax(lambda r: upper(r, mean))
         return Offset("one-way", upper(rho) - min_link_ns, rho * 1e6, t_ref, None, len(fwd_t), 0,
                       f"assumes the least link time is {min_link_ns} ns: an upper bound")
