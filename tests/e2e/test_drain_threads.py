@@ -33,12 +33,23 @@ def test_two_drain_threads_record_every_packet_of_both_cpus(tb, recorder):
     end = df.attrs["trailer"]["userspace"]
     assert end["drain_threads"] == 2, end
     mine = df[(df.dport >= 9000) & (df.dport < 9000 + FLOWS)]
-    assert len(mine) == FLOWS * N and left_router(mine).all(), mine.status.value_counts()
+    # every packet left (wait_out counted them on r-rx): each is a record that
+    # left, or, where the kernel skipped t4's probe for every packet of a
+    # flow, so that no later packet could flag one t4_unseen (left_router),
+    # still inside past routing: whole flows only
+    left = left_router(mine)
+    past = (mine.status == "inflight").to_numpy() & (mine.t3.to_numpy() > 0)
+    stuck = mine[~left].dport.unique()
+    assert len(mine) == FLOWS * N and (left | past).all(), mine.status.value_counts()
+    assert not (left & mine.dport.isin(stuck).to_numpy()).any(), mine.status.value_counts()
+    assert len(stuck) < FLOWS
     # both CPUs forwarded, so both rings (and both threads) had records
-    assert set(mine.cpu_out.unique()) == set(range(os.cpu_count())), mine.cpu_out.value_counts()
+    gone = mine[left]  # cpu_out is where t4 ran
+    assert set(gone.cpu_out.unique()) == set(range(os.cpu_count())), gone.cpu_out.value_counts()
     # each flow's records under its own flow id, and in its order (one CPU each)
     for f, g in mine.groupby("dport"):
         assert g.flow.nunique() == 1 and g.sport.unique().tolist() == [41000 + f - 9000]
+    for f, g in gone.groupby("dport"):
         assert g.cpu_out.nunique() == 1
 
 
