@@ -22,20 +22,25 @@ RESULTS = os.path.join(ROOT, "evaluation", "results")
 sys.path[:0] = [os.path.join(ROOT, "userspace", "python"), os.path.join(ROOT, "tests", "helpers")]
 import hopscope  # noqa: E402
 from hopscope.traffic.testbed import TestbedError  # noqa: E402
+from overhead_table import cpu_slug  # noqa: E402
 
 # what a failed run raises; a bench prints it as one line and exits 1
 FAILURES = (RuntimeError, AssertionError, OSError, subprocess.SubprocessError, TestbedError,
             hopscope.RecordFileError)
 
 
-def parser(name, doc, rounds=None, epilog=None):
+def parser(name, doc, rounds=None, epilog=None, per_cpu=False):
     """The bench's parser: its docstring's first paragraph, --rounds when it
-    has rounds (default rounds), and -o/--output, evaluation/results/NAME.json."""
+    has rounds (default rounds), and -o/--output, evaluation/results/NAME.json,
+    or NAME-CPU.json with per_cpu (a result that moves with the CPU: one file
+    for each, CPU as overhead_table.cpu_slug names it)."""
     ap = argparse.ArgumentParser(prog=f"evaluation/bench/{name}.py",
                                  description=doc.split("\n\n")[0], epilog=epilog,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     if rounds:
         ap.add_argument("--rounds", type=int, default=rounds)
+    if per_cpu:
+        name = f"{name}-{cpu_slug(cpu())}"
     ap.add_argument("-o", "--output", default=os.path.join(RESULTS, f"{name}.json"))
     return ap
 

@@ -9,7 +9,7 @@ record, the most one drain thread waited for a CPU, and the longest gap
 between a thread's drains.
 
     evaluation/bench/drain_threads.py [--payload 64] [--rounds 3] [--seconds 4] [--record-args ARGS]
-Writes evaluation/results/drain_threads.json. Needs root, `make` and iperf3.
+Writes evaluation/results/drain_threads-CPU.json (one per CPU). Needs root, `make` and iperf3.
 """
 import os
 import signal
@@ -161,7 +161,7 @@ def report(res):
 
 
 def main():
-    ap = benchlib.parser("drain_threads", __doc__, rounds=3)
+    ap = benchlib.parser("drain_threads", __doc__, rounds=3, per_cpu=True)
     ap.add_argument("--payload", type=int, default=64, help="UDP payload, bytes")
     ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
     ap.add_argument("--record-args", default="", help="more options for hopscope record, "

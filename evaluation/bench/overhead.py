@@ -46,7 +46,7 @@ import hopscope
 from beside import BESIDE, Beside
 from benchlib import ROOT
 from captures import Capture
-from overhead_table import cpu_slug, ns_over_floor
+from overhead_table import ns_over_floor
 
 PREFIX = os.environ.get("HS_PREFIX", "hsbench-")
 HOPSCOPE = os.path.join(ROOT, "build", "hopscope")
@@ -402,9 +402,8 @@ def recorder_summary(runs):
 
 
 def main():
-    ap = benchlib.parser("overhead", __doc__, rounds=3)
+    ap = benchlib.parser("overhead", __doc__, rounds=3, per_cpu=True)
     cpu = benchlib.cpu()
-    ap.set_defaults(output=os.path.join(benchlib.RESULTS, f"overhead-{cpu_slug(cpu)}.json"))
     ap.add_argument("--payloads", default="64,1400", help="UDP payload sizes, bytes")
     ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
     ap.add_argument("--record-args", default="", help="more options for hopscope record, "

@@ -33,7 +33,6 @@ import time
 import benchlib
 from benchlib import ROOT
 from overhead import PREFIX, TESTBED, Recorder, blast, ns, prog_ids, sysctl
-from overhead_table import cpu_slug
 
 # the builds that leave a part out: name -> make's BPF_BENCH
 BUILDS = {"no_key": "-DHS_BENCH_NO_KEY=1", "no_handover": "-DHS_BENCH_NO_HANDOVER=1"}
@@ -182,9 +181,8 @@ def measure(res, a):
 
 
 def main():
-    ap = benchlib.parser("probe_cost", __doc__, rounds=6)
+    ap = benchlib.parser("probe_cost", __doc__, rounds=6, per_cpu=True)
     cpu = benchlib.cpu()
-    ap.set_defaults(output=os.path.join(benchlib.RESULTS, f"probe_cost-{cpu_slug(cpu)}.json"))
     ap.add_argument("--stats-rounds", type=int, default=12,
                     help="rounds of ns per program run, 1 s windows")
     ap.add_argument("--seconds", type=float, default=2.0, help="measurement window per run")

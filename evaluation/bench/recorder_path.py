@@ -13,7 +13,7 @@ beside the machine's limits measured in the same round: memcpy on CPU 1
 disk file written within 2x the disk's sequential rate.
 
     evaluation/bench/recorder_path.py [--records N] [--rounds 3] [--dd-mib 1024]
-Writes evaluation/results/recorder_path.json and prints a table.
+Writes evaluation/results/recorder_path-CPU.json (one per CPU) and prints a table.
 """
 import json
 import os
@@ -90,7 +90,7 @@ def report(res):
 
 
 def main():
-    ap = benchlib.parser("recorder_path", __doc__, rounds=3)
+    ap = benchlib.parser("recorder_path", __doc__, rounds=3, per_cpu=True)
     ap.add_argument("--records", type=int, default=10_000_000, help="records a run")
     ap.add_argument("--dd-mib", type=int, default=1024,
                     help="MiB dd writes to measure the disk's sequential rate (default 1024)")
