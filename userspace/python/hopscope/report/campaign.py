@@ -163,9 +163,12 @@ def _control_rows(senders):
 
 
 def _run_rows(runs):
-    header = ["condition", "repetition", "sent", "received", "forwarded", "complete"]
-    first = runs.drop_duplicates(["condition", "repetition"]) if len(runs) else runs
-    rows = [[str(r.get(c, "")) for c in header] for _, r in first.iterrows()]
+    """One row per run and router; the router column only where a run has
+    several (a chain), whose routers each forward and record."""
+    chain = len(runs) and runs.groupby(["condition", "repetition"])["router"].nunique().max() > 1
+    header = (["condition", "repetition"] + (["router"] if chain else [])
+              + ["sent", "received", "forwarded", "complete"])
+    rows = [[str(r.get(c, "")) for c in header] for _, r in runs.iterrows()]
     return header, rows
 
 
