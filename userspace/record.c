@@ -13,6 +13,7 @@
 #include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
+#include <bpf/libbpf.h>
 #include "backend.h"
 #include "flight.h"
 #include "ifaces.h"
@@ -115,7 +116,9 @@ static const struct argp_option options[] = {
 	  "it on, as untraced, and a merged packet has one record counting its segments (segs)" },
 	{ "slots", OPT_SLOTS, "N", 0, "packets in flight per CPU before eviction (power of 2, default "
 	  HS_STR(HS_SLOTS_DEFAULT) ")" },
-	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default 32)" },
+	{ "ring", OPT_RING, "MIB", 0, "MiB for the record rings, shared by the CPUs (default: "
+	  HS_STR(HS_RING_CPU_RECORDS) " records a CPU, " HS_STR(HS_RING_MIN_MIB) " to "
+	  HS_STR(HS_RING_MAX_MIB) " MiB)" },
 	{ "realtime", OPT_REALTIME, "PRIO", 0, "drain the rings at SCHED_FIFO priority PRIO "
 	  "(1-99; default 1, 0: the normal scheduler): other work on the recorder's CPU cannot "
 	  "hold the drain up (as perf record -r)" },
@@ -302,8 +305,9 @@ static error_t parse_opt(int key, char *arg, struct argp_state *state)
 	case OPT_RING: {
 		unsigned long mib = strtoul(arg, &end, 10);
 
-		if (*end || !mib || mib > 1024 || (mib & (mib - 1)))
-			argp_error(state, "--ring must be a power of 2 MiB, at most 1024");
+		if (*end || !mib || mib > HS_RING_MAX_MIB || (mib & (mib - 1)))
+			argp_error(state, "--ring must be a power of 2 MiB, at most %d",
+				   HS_RING_MAX_MIB);
 		o->cfg.ringbuf_bytes = (uint64_t)mib << 20;
 		break;
 	}
@@ -1145,6 +1149,18 @@ static void tell_ready(int fd)
 	sigaction(SIGPIPE, &old, NULL);
 }
 
+/* --ring's default: HS_RING_CPU_RECORDS records a CPU, so a router with more
+ * CPUs gets rings as long in time, not a fixed total shared thinner */
+static uint64_t ring_default_bytes(void)
+{
+	int ncpu = libbpf_num_possible_cpus();
+	uint64_t b = (uint64_t)(ncpu > 0 ? ncpu : 1) * HS_RING_CPU_RECORDS * sizeof(struct hs_record);
+
+	if (b < (uint64_t)HS_RING_MIN_MIB << 20)
+		return (uint64_t)HS_RING_MIN_MIB << 20;
+	return b > (uint64_t)HS_RING_MAX_MIB << 20 ? (uint64_t)HS_RING_MAX_MIB << 20 : b;
+}
+
 int hs_cmd_record(int argc, char **argv)
 {
 	struct argp_child children[] = { { &hs_flight_argp }, {} };
@@ -1153,7 +1169,7 @@ int hs_cmd_record(int argc, char **argv)
 		.cfg = {
 			.stages = HS_STAGES_CORE,
 			.slots_per_cpu = HS_SLOTS_DEFAULT,
-			.ringbuf_bytes = 32ull << 20,
+			.ringbuf_bytes = 0,	/* ring_default_bytes() */
 			.drops = true,
 			.sample_n = 1,
 		},
@@ -1173,6 +1189,8 @@ int hs_cmd_record(int argc, char **argv)
 	argp_err_exit_status = 2;
 	if (argp_parse(&argp, argc, argv, 0, NULL, &o))
 		return 2;
+	if (!o.cfg.ringbuf_bytes)
+		o.cfg.ringbuf_bytes = ring_default_bytes();
 	if (strcmp(o.backend, "ebpf") && strcmp(o.backend, "kmod") && strcmp(o.backend, "auto")) {
 		fprintf(stderr, "hopscope: --backend must be ebpf, kmod or auto\n");
 		return 2;

@@ -89,6 +89,24 @@ def test_ring_full_every_packet_accounted(tb, recorder):
 # AF_PACKET from sender1: the same frame twice, back to back (one transmit
 # each, on the sender's CPU); the router's RPS takes both to its own CPU's
 # backlog, where both can wait at once
+def test_default_rings_give_every_cpu_its_own_records(tb, recorder):
+    """Without --ring each possible CPU gets 65536 records, however many
+    there are (32 MiB at least, 1 GiB at most): a router with more CPUs
+    gets rings that last as long, not a fixed total cut thinner."""
+    tb.up()
+    rec = recorder()
+    df, _ = stopped(rec)
+    header = df.attrs["header"]
+    info = header["backend_info"]
+    ncpu = info["possible_cpus"]
+    want = min(max(ncpu * 65536 * RECORD, 32 << 20), 1 << 30)
+    assert header["ringbuf_bytes"] == want, header
+    per_cpu = info["ring_records"] // ncpu
+    assert per_cpu & (per_cpu - 1) == 0 and per_cpu * RECORD <= want // ncpu < 2 * per_cpu * RECORD
+    if ncpu <= (1 << 30) // (65536 * RECORD):
+        assert per_cpu == 65536, info
+
+
 TWINS = r"""
 import socket, struct, sys
 n, port = int(sys.argv[1]), int(sys.argv[2])
