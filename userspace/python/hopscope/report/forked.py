@@ -42,10 +42,9 @@ def write(path, jobs, processes=None):
         with tempfile.TemporaryDirectory(prefix="hopscope-report-") as tmp:
             parts = [os.path.join(tmp, f"worker{k}.pdf") for k in range(processes)]
             placed = _draw_all(parts, processes)
+            for k in {k for k, _, n in placed if n}:  # a worker with pages
+                _poppler("pdfseparate", parts[k], os.path.join(tmp, f"w{k}-%d.pdf"))
             pages = []
-            for k, part in enumerate(parts):
-                if any(w == k and n for w, _, n in placed):
-                    _poppler("pdfseparate", part, os.path.join(tmp, f"w{k}-%d.pdf"))
             for k, first, n in placed:  # pdfseparate counts from 1
                 pages += [os.path.join(tmp, f"w{k}-{first + p}.pdf") for p in range(1, n + 1)]
             _poppler("pdfunite", *pages, path)
