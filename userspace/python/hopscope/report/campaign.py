@@ -163,12 +163,14 @@ def _control_rows(senders):
 
 
 def _run_rows(runs):
-    """One row per run and router; the router column only where a run has
-    several (a chain), whose routers each forward and record."""
+    """One row per run and router (runs has one per stage too); the router
+    column only where a run has several (a chain), whose routers each
+    forward and record."""
     chain = len(runs) and runs.groupby(["condition", "repetition"])["router"].nunique().max() > 1
     header = (["condition", "repetition"] + (["router"] if chain else [])
               + ["sent", "received", "forwarded", "complete"])
-    rows = [[str(r.get(c, "")) for c in header] for _, r in runs.iterrows()]
+    first = runs.drop_duplicates(["condition", "repetition", "router"]) if len(runs) else runs
+    rows = [[str(r.get(c, "")) for c in header] for _, r in first.iterrows()]
     return header, rows
 
 
