@@ -29,7 +29,7 @@ import benchlib
 import hopscope
 from benchlib import fmt
 from captures import (PORT, Capture, join_taps, read_pcap, send_udp, tap_agreement,
-                      tbf_physics)
+                      tbf_physics, tbf_shaper)
 from hopscope.traffic.testbed import Testbed
 from testlib import Recorder
 from wire import summarise
@@ -124,10 +124,12 @@ def tbf(rate_mbit, size, tmp):
         rec.stop()
     df = hopscope.load(rec.out)
     udp = df[df.proto == 17]
+    shaper = tbf_shaper(PREFIX + "router", "r-rx")
     out = {"offered_pps": pps, "complete": int((udp.status == "complete").sum()),
-           "dropped": int((udp.status == "dropped").sum()), **tbf_physics(df, rate)}
-    out["t2_for_t3"] = tbf_physics(df, rate, enq="t2")
-    out["t3_for_t4"] = tbf_physics(df, rate, enq="t2", deq="t3")
+           "dropped": int((udp.status == "dropped").sum()), "bucket_bytes": shaper[1],
+           **tbf_physics(df, shaper)}
+    out["t2_for_t3"] = tbf_physics(df, shaper, enq="t2")
+    out["t3_for_t4"] = tbf_physics(df, shaper, enq="t2", deq="t3")
     return out
 
 
@@ -166,16 +168,17 @@ def report(res):
               f"{s['backlog_dropped']:12d} {s['t0_not_xdp']:8d} "
               f"{fmt(s['t1_for_t0']['median_abs_us'], '10.2f')} {s['t3_for_t4']['impossible']:10d}")
     print("\nTBF: relative errors (median, p99 of |err|); backlogged gaps vs frame/rate (sum: "
-          "their total over frames/rate), waits vs (last departure + bytes ahead + own) / rate, "
-          "simple: bytes ahead / rate")
+          "their total, net of the tokens a full bucket threw away (overflow), over frames/rate), "
+          "waits vs (last departure + bytes ahead + own) / rate, simple: bytes ahead / rate")
     print(f"{'Mbit/s':>6} {'size':>5} {'gaps':>6} {'gap med':>8} {'gap p99':>8} {'gap sum':>8} "
+          f"{'overflow ms':>11} "
           f"{'wait med':>9} "
           f"{'wait p99':>9} {'simple med':>10} {'simple p99':>10} {'wait pkts t3':>12}")
     for key, s in res["tbf"]["summary"].items():
         rate, size = key.split("/")
         print(f"{rate:>6} {size:>5} {s['gaps']:6d} {fmt(s['gap_rel_err_median'], '8.4f')} "
               f"{fmt(s['gap_rel_err_p99_abs'], '8.3f')} {fmt(s['gap_sum_ratio'], '8.5f')} "
-              f"{fmt(s['wait_rel_err_median'], '9.4f')} "
+              f"{fmt(s['overflow_ms'], '11.3f')} {fmt(s['wait_rel_err_median'], '9.4f')} "
               f"{fmt(s['wait_rel_err_p99_abs'], '9.4f')} "
               f"{fmt(s['wait_simple_rel_err_median'], '10.4f')} "
               f"{fmt(s['wait_simple_rel_err_p99_abs'], '10.4f')} "

@@ -2,6 +2,7 @@
 the router's interfaces, UDP datagrams that carry their own counter, and the
 physics of a token bucket. Shared by tests/e2e/test_ground_truth.py and
 evaluation/bench/ground_truth.py, which say what is compared and why."""
+import json
 import signal
 import struct
 import subprocess
@@ -155,8 +156,18 @@ def tap_agreement(joined, mono_to_real, first="t0", last="t4"):
             "impossible": int(broken.sum()), "span_shorter": int((d < 0).sum())}
 
 
-def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
-    """A TBF at rate_bps, offered more than it passes. Departure gaps: deq of
+def tbf_shaper(netns, dev):
+    """the root TBF of dev in netns as the kernel holds it: (rate in bit/s,
+    bucket in bytes)"""
+    out = subprocess.run(["tc", "-n", netns, "-j", "qdisc", "show", "dev", dev], check=True,
+                         capture_output=True, text=True).stdout
+    opts = next(q["options"] for q in json.loads(out) if q["kind"] == "tbf" and q.get("root"))
+    return opts["rate"] * 8, opts["burst"]
+
+
+def tbf_physics(records, shaper, enq="t3", deq="t4"):
+    """A TBF (shaper: rate in bit/s and bucket in bytes, as tbf_shaper gives
+    them), offered more than it passes. Departure gaps: deq of
     consecutive packets where the later one was queued before the earlier
     left (backlogged: a sender that falls behind empties the queue), against
     the later one's frame (IP length + Ethernet header, as the qdisc counts
@@ -167,7 +178,12 @@ def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
     the qdisc's enqueue and departure (t3, t4). A packet that left with its
     t4 probe skipped (flagged t4_unseen: docs/troubleshooting.md) took its tokens
     too: its departure is put just before the next one's, as a backlogged
-    bucket sends them, and no gap is judged across it."""
+    bucket sends them, and no gap is judged across it. The gaps' total is
+    judged net of the tokens a full bucket threw away: a qdisc serviced later
+    than the bucket lasts (a busy CPU) loses that time for good, and only
+    that time (`overflow_ms`); a late t4 stamp followed by an early one
+    keeps its error in the total."""
+    rate_bps, burst = shaper
     left = (records.status == "complete") | ((records["flags"].to_numpy() & 0x80) != 0)
     c = records[left & (records.proto == 17) & (records[enq] > 0)].sort_values(enq)
     a, d = c[enq].to_numpy(), c[deq].to_numpy().astype(float)
@@ -181,6 +197,7 @@ def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
     a, d, cost, seen = a[order], d[order], cost[order], seen[order]
     back = (a[1:] < d[:-1]) & seen[1:] & seen[:-1]
     gap_err = (np.diff(d) / cost[1:] - 1)[back]
+    overflow = _bucket_overflow(np.diff(d), cost[1:], back, burst * 8e9 / rate_bps)
     # token-ns ahead of each enq: arrived before it minus departed by it
     order = np.argsort(a, kind="stable")
     cum_arr = np.concatenate([[0], np.cumsum(cost[order])])
@@ -196,12 +213,27 @@ def tbf_physics(records, rate_bps, enq="t3", deq="t4"):
     return {"gaps": len(gap_err), "wait_packets": int(queued.sum()),
             "gap_rel_err_median": _q(gap_err, 0.5), "gap_rel_err_p99_abs": _q(np.abs(gap_err), 0.99),
             # the bucket's own claim: over backlogged gaps, time = bytes / rate
-            "gap_sum_ratio": float(np.diff(d)[back].sum() / cost[1:][back].sum())
+            "gap_sum_ratio": float((np.diff(d)[back].sum() - overflow) / cost[1:][back].sum())
             if back.any() else None,
+            "overflow_ms": overflow / 1e6,
             "wait_rel_err_median": _q(wait_err, 0.5),
             "wait_rel_err_p99_abs": _q(np.abs(wait_err), 0.99),
             "wait_simple_rel_err_median": _q(simple_err, 0.5),
             "wait_simple_rel_err_p99_abs": _q(np.abs(simple_err), 0.99)}
+
+
+def _bucket_overflow(gaps, cost, back, bucket):
+    """ns of tokens a bucket of `bucket` ns threw away in backlogged gaps:
+    it starts full, fills over each gap up to `bucket`, and each departure
+    takes its cost"""
+    tokens, lost = bucket, 0.0
+    for gap, c, b in zip(gaps.tolist(), cost.tolist(), back.tolist()):
+        tokens += gap
+        if tokens > bucket:
+            lost += (tokens - bucket) if b else 0.0
+            tokens = bucket
+        tokens -= c
+    return lost
 
 
 def _q(x, q):
