@@ -131,7 +131,7 @@ def arrivals(f, label, df, a, found, table):
             counted = d >= least / 1000
             step = max(1, -(-int((~counted).sum()) // MAX_POINTS))
             axd["when"].plot(t[~counted][::step], d[~counted][::step], ".", ms=2, color=color,
-                             alpha=0.3, label=f"from {arrival}, shorter"
+                             alpha=0.3, rasterized=True, label=f"from {arrival}, shorter"
                              + (f" (1 in {step})" if step > 1 else ""))
             axd["when"].plot(t[counted], d[counted], "o", ms=3, color=color,
                              label=f"from {arrival}, counted ({int(counted.sum())})")

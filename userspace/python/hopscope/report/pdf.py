@@ -17,7 +17,7 @@ from ..analysis.stats import STAGES, path_stats, stage_stats
 from ..record.hooks import hooks
 from ..record.paths import path_counts, stack_complete
 from ..record.load import load
-from . import coffee, forked, layout
+from . import coffee, forked, layout, margins
 from . import figures as fig
 from .page import PAGE, plt
 
@@ -103,8 +103,9 @@ def jobs(runs):
 
 
 def figure_page(pdf, draw, *args):
-    f = plt.figure(figsize=PAGE, layout="constrained")
+    f = plt.figure(figsize=PAGE)
     draw(f, *args)
+    margins.apply(f)
     pdf.savefig(f)
     plt.close(f)
     return 1
