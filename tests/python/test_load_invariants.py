@@ -29,6 +29,7 @@ from rawrecord import (COLUMNS, COUNTERS, END, PATH, RECORD_KINDS, RECORDS, STAG
 
 DATA = ROOT / "tests" / "data"
 T4_UNSEEN, IPV6 = 0x80, 0x01
+KIND_NAMES = {RECORDS: "RECORDS", COLUMNS: "COLUMNS"}
 
 
 def _load(path):
@@ -287,9 +288,12 @@ def test_inflight_records_flagged_t4_unseen_pass(tmp_path):
          rec.row(len(rec.records) - 1, int(inflight[0])))
 
 
-def test_header_against_records(tmp_path, rec):
-    """Stages the header leaves out lose their columns: said, not silent.
+@pytest.mark.parametrize("kind", RECORD_KINDS, ids=KIND_NAMES.get)
+def test_header_against_records(tmp_path, rec, kind):
+    """Stages the header leaves out lose their columns: said, not silent
+    (and their times still count for the drop stage's check).
     An ifindex the header does not name leaves in_if empty: said."""
+    rec.as_kind(kind)
     n = sum(len(r) for r in rec.records)
     rec.header["stages"] = ["t1", "t2", "t3", "t4"]
     df, problems = _load(rec.write(tmp_path / "a.hsr"))
@@ -309,6 +313,26 @@ def test_header_against_records(tmp_path, rec):
     s1["ifindex"] = 2
     assert _load(rec.write(tmp_path / "c.hsr"))[1] == []
     assert n == len(df)
+
+
+@pytest.mark.parametrize("kind", RECORD_KINDS, ids=KIND_NAMES.get)
+def test_a_drop_at_a_stage_the_header_leaves_out(tmp_path, kind):
+    """A record dropped at t_fwd, a stage the header does not list, after
+    its t2: its last time is t_fwd's, read from the record though the
+    column is not loaded, so its drop stage is right; said as such a time
+    (when on a sampled row), never as a wrong drop stage."""
+    rec = File(DATA / "competitive.hsr").as_kind(kind)
+    rec.header["stages"] = ["t0", "t1", "t2", "t3", "t4"]
+    r = next(r for r in rec.records if ((r["status"] == STATUS["dropped"])
+                                        & (r["t"][:, STAGE["t2"]] != 0)
+                                        & (r["t"][:, STAGE["t3"]] == 0)).any())
+    dropped = (r["status"] == STATUS["dropped"]) & (r["t"][:, STAGE["t2"]] != 0) \
+        & (r["t"][:, STAGE["t3"]] == 0)
+    i = int(np.flatnonzero(dropped & (np.arange(len(r)) % 16 != 0))[0])  # not sampled
+    r["t"][i, STAGE["t_fwd"]] = r["t"][i, STAGE["t2"]] + 700
+    r["drop_stage"][i] = STAGE["t_fwd"]
+    df, problems = _load(rec.write(tmp_path / "a.hsr"))
+    assert problems == [] and "t_fwd" not in df
 
 
 @pytest.mark.parametrize("key, value", [("version", 7), ("record_size", 100)])

@@ -122,12 +122,16 @@ class Columns:
         return out
 
 
-def stage_times(records, rows):
+def stage_times(records, rows, stages=None):
     """t[] of these rows (a slice or indexes) of a chunk's records (an array
-    of them or a Columns), as u64 in stage order."""
+    of them or a Columns), as u64 in stage order; of the stages at these
+    positions in t[] alone, if given (a Columns builds no other column)."""
+    stages = range(len(fmt.STAGE_NAMES)) if stages is None else stages
     if isinstance(records, Columns):
-        return np.column_stack([records.field(s, rows) for s in fmt.STAGE_NAMES]).view(np.uint64)
-    return records.view(np.uint64).reshape(len(records), -1)[rows, :len(fmt.STAGE_NAMES)]
+        return np.column_stack([records.field(fmt.STAGE_NAMES[i], rows)
+                                for i in stages]).view(np.uint64)
+    return records.view(np.uint64).reshape(len(records), -1)[rows, :len(fmt.STAGE_NAMES)][
+        :, stages]
 
 
 def encode(records):

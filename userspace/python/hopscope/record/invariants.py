@@ -248,7 +248,7 @@ class Rules:
         if self.off:
             # every OFF_SAMPLEth record: a pass over a field not copied costs
             # as much as copying it
-            t = stage_times(raw, slice(None, None, OFF_SAMPLE))[:, self.off]
+            t = stage_times(raw, slice(None, None, OFF_SAMPLE), self.off)
             if t.any():
                 rows = np.arange(0, len(raw), OFF_SAMPLE)
                 tally.add("stage_off", t.any(axis=1), row0, seq[rows], rows)
@@ -307,8 +307,14 @@ class Rules:
         if not len(dropped):
             return
         at = rows[dropped]
-        # the last stage with a time: one gather of their t[] (the first 8 u64)
-        seen = stage_times(raw, at) != 0
+        # the last stage with a time: the enabled stages' from their copies,
+        # only the others' read from the records
+        seen = np.empty((len(at), len(fmt.STAGE_NAMES)), bool)
+        for i, t in enumerate(fmt.STAGE_NAMES):
+            if t in zero:
+                np.logical_not(zero[t][at], out=seen[:, i])
+        if self.off:
+            seen[:, self.off] = stage_times(raw, at, self.off) != 0
         last = len(fmt.STAGE_NAMES) - 1 - np.argmax(seen[:, ::-1], axis=1)
         last[~seen.any(axis=1)] = 0
         stage = raw["drop_stage"][at]
