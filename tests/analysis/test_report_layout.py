@@ -15,10 +15,12 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from matplotlib.backends.backend_pdf import PdfPages
 
 from hopscope.report import figures as fig, layout
+from hopscope.report.pdf import figure_page
 from hopscope.report.page import PAGE as SIZE, plt
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -168,17 +170,37 @@ def test_a_table_wider_than_the_page_wraps_its_text(tmp_path):
 def test_a_short_log_axis_keeps_its_labels_apart(tmp_path):
     # as the demo's series of d_p, 0.15 to 6 µs, on panels a little shorter:
     # matplotlib labels 0.2, 0.3, 0.4, 0.6, 1, 2, 3, 4 and 6 there
-    pdf = tmp_path / "log.pdf"
-    with PdfPages(pdf) as out:
-        f = plt.figure(figsize=SIZE, layout="constrained")
+    def draw(f):
         for ax in f.subplots(4, 1):
             ax.plot([10, 20], [0.15, 6])
             fig.log_scale(ax)
-        out.savefig(f)
-        plt.close(f)
+    pdf = tmp_path / "log.pdf"
+    with PdfPages(pdf) as out:
+        figure_page(out, draw)
     reads(pdf, tmp_path)
     labels = [w[4] for _, words, _, _ in pages_of(pdf, tmp_path) for w in words]
     assert [labels.count(x) for x in ("0.2", "1", "2")] == [4, 4, 4]
+
+
+def test_the_margins_leave_room_for_the_widest_labels(tmp_path):
+    """report/margins.py's rule on its hardest page: tick labels of seven
+    characters on both columns, x labels of three lines, titles of two, a
+    page title, and the upper row's x tick labels hidden (sharex), its x
+    labels not."""
+    def draw(f):
+        axes = f.subplots(2, 2, sharex="col")
+        for (row, col), ax in np.ndenumerate(axes):
+            ax.plot([0, 900_000], [0, 900_000] if col == 0 else [-0.002, 0.001])
+            ax.set_title(f"panel {row} {col}\na second line of its title")
+            ax.set_ylabel("relative frequency")
+            ax.set_xlabel("delay (µs)\nbeyond the axis: sender1 0.08%\nsender2 0.04%")
+        f.suptitle("a page's title above the plots")
+    pdf = tmp_path / "margins.pdf"
+    with PdfPages(pdf) as out:
+        figure_page(out, draw)
+    reads(pdf, tmp_path)
+    labels = [w[4] for _, words, _, _ in pages_of(pdf, tmp_path) for w in words]
+    assert "800000" in labels and "−0.0020" in labels and labels.count("sender2") == 4
 
 
 @pytest.mark.slow  # a whole report drawn

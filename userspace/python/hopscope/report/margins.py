@@ -9,7 +9,7 @@ from matplotlib.font_manager import FontProperties
 
 LEADING = 1.2  # a label's line pitch in font sizes
 EDGE = 10  # points between the plots and the (sub)figure's edge
-TICK_LABEL_WIDTH = 42  # points: "1000000" or "0.00025" at 10 pt
+TICK_LABEL_WIDTH = 46  # points: seven digits at 10 pt ("1000000" 44.5, "−0.0002" 43.4)
 # the title's top rests at figure y 0.98 (matplotlib's default)
 SUPTITLE_TOP = 0.02
 
