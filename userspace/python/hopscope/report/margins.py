@@ -50,7 +50,8 @@ def _needs(ax):
 
 def apply(f):
     """Sets the margins and gaps of every grid of plots on page f and its
-    subfigures, from what their axes show; call it once they are drawn."""
+    subfigures (one grid each, as the report's pages have), from what their
+    axes show; call it once they are drawn."""
     for fig in (f, *f.subfigs):
         axes = [ax for ax in fig.axes
                 if ax.get_figure(root=False) is fig and ax.get_subplotspec() is not None]
