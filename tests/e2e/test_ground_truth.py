@@ -104,7 +104,7 @@ def test_tbf_departures_and_queue_wait_follow_the_rate(tb, started, tmp_path):
     # drops: ~800 of 5400 got through once (3600 usually); medians still hold
     assert ok["gaps"] >= 200 and ok["wait_packets"] >= 200, ok
     # the gaps' total net of the tokens a full bucket threw away while the
-    # qdisc waited for its CPU: 0-13 ms of the ~1.5 s, with the machine's load
+    # qdisc waited for its CPU: 0-5 ms of the ~1.5 s here, 19 ms once in CI
     assert abs(ok["gap_rel_err_median"]) < 0.03 and abs(ok["gap_sum_ratio"] - 1) < 0.01, ok
     assert abs(ok["wait_rel_err_median"]) < 0.03, ok
     assert abs(ok["wait_simple_rel_err_median"]) < 0.10, ok
