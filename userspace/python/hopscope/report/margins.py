@@ -7,6 +7,8 @@ is the tick labels' text; TICK_LABEL_WIDTH holds seven digits at 10 pt."""
 from matplotlib import rcParams
 from matplotlib.font_manager import FontProperties
 
+from .layout import PT
+
 LEADING = 1.2  # a label's line pitch in font sizes
 EDGE = 10  # points between the plots and the (sub)figure's edge
 TICK_LABEL_WIDTH = 46  # points: seven digits at 10 pt ("1000000" 44.5, "−0.0002" 43.4)
@@ -70,11 +72,11 @@ def _adjust(f, fig, axes):
         below[s.rowspan.stop - 1] = max(below[s.rowspan.stop - 1], b)
         left[s.colspan.start] = max(left[s.colspan.start], l)
     x0, y0, x1, y1 = fig.bbox.extents  # display units: dots
-    width, height = (x1 - x0) * 72 / f.dpi, (y1 - y0) * 72 / f.dpi
+    width, height = (x1 - x0) * PT / f.dpi, (y1 - y0) * PT / f.dpi
     top = above[0] + EDGE
     title = f.get_suptitle()
     if title and y1 >= f.bbox.y1 - 0.5:  # under the page's title
-        top += SUPTITLE_TOP * f.bbox.height * 72 / f.dpi \
+        top += SUPTITLE_TOP * f.bbox.height * PT / f.dpi \
             + _lines(title) * _points(rcParams["figure.titlesize"]) * LEADING
     # every gap as the widest one, as a grid has one wspace and one hspace
     hgap = max((below[r] + above[r + 1] for r in range(nrows - 1)), default=0)
